@@ -1,0 +1,412 @@
+"""Vectorised paired differences and flip verdicts for every model pair of a grid.
+
+:func:`deepecgkit.analysis.ranking.flip_test` computes one comparison at a
+time with pandas filtering, which is clear but costs milliseconds per test.
+A grid of 50 models x 20 datasets has 232,750 flip tests, so
+:func:`~deepecgkit.analysis.ranking.all_flip_tests` uses this engine
+instead. It follows the same definitions step for step:
+
+1. Per-seed values ``V[d, m, s]`` (mean of the usable rows of a cell) and
+   per-cell sums of the split sizes are accumulated with ``np.bincount``.
+2. Every (dataset, model pair) *component* is evaluated at once on
+   ``(components x seeds)`` arrays: shared seeds, mean and SD of the
+   differences, wins, the Nadeau-Bengio factor from the contributing runs'
+   mean sizes, the Student-t interval and p-value, the largest-gap
+   bimodality flag.
+3. Every flip row picks its two components by index and is classified with
+   ``np.select`` in the fixed decision order of ``00-decisions.md``.
+
+Only the human-readable reason strings that carry numbers are formatted per
+row, and only for the rows that need them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from deepecgkit.analysis.constants import (
+    AVERAGING_UNKNOWN,
+    LEGACY_SEED,
+    MIN_COLLAPSE_GAP,
+    NADEAU_BENGIO,
+    VERDICT_BIMODAL,
+    VERDICT_CONTRADICTED,
+    VERDICT_NOT_REPRODUCED,
+    VERDICT_SUGGESTIVE,
+    VERDICT_SUPPORTED,
+    VERDICT_UNRESOLVED,
+    VERDICT_UNTESTABLE,
+    ZERO_VARIANCE_TOL,
+)
+from deepecgkit.analysis.statistics import is_bimodal
+
+_SIZE_COLUMNS = ("n_train", "n_test", "n_test_groups")
+#: Distinct averaging strings representable in one uint64 bit mask.
+_MAX_MASK_MODES = 64
+
+_REASON_SUPPORTED = "both intervals exclude zero with opposite signs"
+_REASON_UNRESOLVED = "the mean ordering reverses but an interval covers zero"
+_REASON_CONTRADICTED = "both intervals exclude zero with the same sign"
+_REASON_NOT_REPRODUCED = "the mean ordering does not reverse"
+_REASON_NO_SEEDS = "no shared seeds"
+_REASON_ONE_SEED = "a single shared seed carries no dispersion"
+_REASON_ZERO_VARIANCE = (
+    "zero variance across seeds; the interval is undefined, not infinitely precise"
+)
+
+
+class _Cells:
+    """Per-(dataset, model, seed) accumulations of the usable rows."""
+
+    def __init__(self, usable: pd.DataFrame, datasets: list, models: list) -> None:
+        self.datasets, self.models = datasets, models
+        self.seeds = np.unique(usable["seed"].to_numpy(dtype=np.int64))
+        d = pd.Index(datasets).get_indexer(usable["dataset"])
+        m = pd.Index(models).get_indexer(usable["model"])
+        s = np.searchsorted(self.seeds, usable["seed"].to_numpy(dtype=np.int64))
+        shape = (len(datasets), len(models), len(self.seeds))
+        self.shape = shape
+        flat = np.ravel_multi_index((d, m, s), shape)
+        size = int(np.prod(shape))
+        counts = np.bincount(flat, minlength=size).reshape(shape)
+        sums = np.bincount(flat, weights=usable["value"].to_numpy(np.float64), minlength=size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.values = np.where(counts > 0, sums.reshape(shape) / counts, np.nan)
+        self.size_sums: dict[str, np.ndarray] = {}
+        self.size_counts: dict[str, np.ndarray] = {}
+        for column in _SIZE_COLUMNS:
+            if column not in usable.columns:
+                continue
+            sizes = pd.to_numeric(usable[column], errors="coerce").to_numpy(dtype=np.float64)
+            known = np.isfinite(sizes)
+            self.size_sums[column] = np.bincount(
+                flat[known], weights=sizes[known], minlength=size
+            ).reshape(shape)
+            self.size_counts[column] = np.bincount(flat[known], minlength=size).reshape(shape)
+        self.modes: list[str] = []
+        self.mode_masks: np.ndarray | None = None
+        self.cell_modes: dict[int, set[str]] | None = None
+        if "averaging" in usable.columns:
+            self._accumulate_modes(usable["averaging"], flat, size)
+
+    def _accumulate_modes(self, averaging: pd.Series, flat: np.ndarray, size: int) -> None:
+        known = averaging.notna().to_numpy()
+        labels = averaging.astype(str).to_numpy(dtype=object)
+        self.modes = sorted(set(labels[known]))
+        if len(self.modes) <= _MAX_MASK_MODES:
+            codes = pd.Index(self.modes).get_indexer(labels[known])
+            bits = np.left_shift(np.uint64(1), codes.astype(np.uint64))
+            masks = np.zeros(size, dtype=np.uint64)
+            np.bitwise_or.at(masks, flat[known], bits)
+            self.mode_masks = masks.reshape(self.shape)
+        else:
+            self.cell_modes = {}
+            for cell, label in zip(flat[known], labels[known], strict=True):
+                self.cell_modes.setdefault(int(cell), set()).add(label)
+
+
+def _component_averaging(
+    cells: _Cells, cd: np.ndarray, ca: np.ndarray, cb: np.ndarray, shared: np.ndarray
+) -> np.ndarray:
+    """Joined averaging modes of each component's contributing rows."""
+    n_components = len(cd)
+    if cells.mode_masks is None and cells.cell_modes is None:
+        return np.full(n_components, AVERAGING_UNKNOWN, dtype=object)
+    if cells.mode_masks is not None:
+        combined = np.where(
+            shared, cells.mode_masks[cd, ca, :] | cells.mode_masks[cd, cb, :], np.uint64(0)
+        )
+        masks = np.bitwise_or.reduce(combined, axis=1)
+        decoded: dict[int, str] = {}
+        result = np.empty(n_components, dtype=object)
+        for i, mask in enumerate(masks.tolist()):
+            if mask not in decoded:
+                names = [mode for bit, mode in enumerate(cells.modes) if mask >> bit & 1]
+                decoded[mask] = "+".join(names) if names else AVERAGING_UNKNOWN
+            result[i] = decoded[mask]
+        return result
+    result = np.empty(n_components, dtype=object)
+    n_seeds = len(cells.seeds)
+    for i in range(n_components):
+        modes: set[str] = set()
+        for s in np.flatnonzero(shared[i]):
+            for m in (ca[i], cb[i]):
+                flat = (cd[i] * len(cells.models) + m) * n_seeds + s
+                modes |= cells.cell_modes.get(int(flat), set())
+        result[i] = "+".join(sorted(modes)) if modes else AVERAGING_UNKNOWN
+    return result
+
+
+def _mean_size(cells: _Cells, column: str, index: tuple, shared: np.ndarray) -> np.ndarray:
+    """Mean of ``column`` over the contributing rows; NaN when none is known."""
+    if column not in cells.size_sums:
+        return np.full(shared.shape[0], np.nan)
+    cd, ca, cb = index
+    sums, counts = cells.size_sums[column], cells.size_counts[column]
+    total = np.where(shared, sums[cd, ca, :] + sums[cd, cb, :], 0.0).sum(axis=1)
+    count = np.where(shared, counts[cd, ca, :] + counts[cd, cb, :], 0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)
+
+
+def _bimodal_flags(values: np.ndarray, shared: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Vectorised :func:`is_bimodal` (no baseline, default gap) on each row's shared values."""
+    ordered = np.sort(np.where(shared, values, np.inf), axis=1)
+    if ordered.shape[1] < 2:
+        return np.zeros(len(values), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        gaps = np.diff(ordered, axis=1)
+    valid = np.arange(gaps.shape[1])[None, :] < (n - 1)[:, None]
+    largest = np.where(valid, gaps, -np.inf).max(axis=1)
+    return (n >= 3) & (largest >= MIN_COLLAPSE_GAP)
+
+
+def _components(
+    cells: _Cells,
+    present: np.ndarray,
+    *,
+    confidence_level: float,
+    correction: str,
+    min_test_groups: int,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Evaluate every (dataset, model pair) component; return arrays and an id lookup."""
+    n_datasets, n_models = present.shape
+    component_id = np.full((n_datasets, n_models, n_models), -1, dtype=np.int64)
+    parts = []
+    for d in range(n_datasets):
+        members = np.flatnonzero(present[d])
+        upper = np.triu_indices(len(members), k=1)
+        parts.append((np.full(len(upper[0]), d), members[upper[0]], members[upper[1]]))
+    cd = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    ca = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    cb = np.concatenate([p[2] for p in parts]).astype(np.int64)
+    component_id[cd, ca, cb] = np.arange(len(cd))
+
+    a_values, b_values = cells.values[cd, ca, :], cells.values[cd, cb, :]
+    shared = np.isfinite(a_values) & np.isfinite(b_values)
+    n = shared.sum(axis=1)
+    differences = np.where(shared, a_values - b_values, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, differences.sum(axis=1) / n, np.nan)
+        deviations = np.where(shared, differences - mean[:, None], 0.0)
+        std = np.where(n > 1, np.sqrt((deviations**2).sum(axis=1) / (n - 1)), np.nan)
+    wins = (shared & (differences > 0)).sum(axis=1)
+    index = (cd, ca, cb)
+    n_train = _mean_size(cells, "n_train", index, shared)
+    n_test = _mean_size(cells, "n_test", index, shared)
+    n_test_groups = _mean_size(cells, "n_test_groups", index, shared)
+
+    defined = (n > 1) & (std > ZERO_VARIANCE_TOL)
+    safe_n = np.where(n > 0, n, 1)
+    if correction == NADEAU_BENGIO:
+        sizes_known = (n_train > 0) & (n_test > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            factor = np.where(
+                sizes_known, np.sqrt(1.0 / safe_n + n_test / n_train), np.sqrt(1.0 / safe_n)
+            )
+    else:
+        factor = 1.0 / np.sqrt(safe_n)
+    dof = np.where(defined, n - 1, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sem = np.where(defined, std * factor, np.nan)
+        half_width = stats.t.ppf((1.0 + confidence_level) / 2.0, dof) * sem
+        t_stat = mean / sem
+        p_value = np.where(defined, 2.0 * stats.t.sf(np.abs(t_stat), dof), np.nan)
+    lower, upper = mean - half_width, mean + half_width
+    testable = ~(np.isfinite(n_test_groups) & (n_test_groups < min_test_groups))
+    bimodal_a = _bimodal_flags(a_values, shared, n)
+    bimodal_b = _bimodal_flags(b_values, shared, n)
+
+    reason = np.full(len(cd), "", dtype=object)
+    reason[(n > 1) & ~defined] = _REASON_ZERO_VARIANCE
+    reason[n == 1] = _REASON_ONE_SEED
+    reason[n == 0] = _REASON_NO_SEEDS
+    for i in np.flatnonzero(~testable):
+        reason[i] = (
+            f"test partition holds {n_test_groups[i]:g} independent unit(s), "
+            "which cannot support an interval"
+        )
+    for i in np.flatnonzero(testable & defined & (bimodal_a | bimodal_b)):
+        shared_seeds = shared[i]
+        for model, values, flag in (
+            (ca[i], a_values[i], bimodal_a[i]),
+            (cb[i], b_values[i], bimodal_b[i]),
+        ):
+            if flag:
+                _, text = is_bimodal(values[shared_seeds])
+                reason[i] = f"{cells.models[model]}: {text}"
+                break
+    components = {
+        "mean": mean,
+        "lower": lower,
+        "upper": upper,
+        "p_value": p_value,
+        "n": n,
+        "wins": wins,
+        "excludes_zero": (lower > 0) | (upper < 0),
+        "testable": testable,
+        "bimodal": bimodal_a | bimodal_b,
+        "reason": reason,
+        "averaging": _component_averaging(cells, cd, ca, cb, shared),
+    }
+    return components, component_id
+
+
+def _classify(
+    first: dict[str, np.ndarray],
+    second: dict[str, np.ndarray],
+    names_1: np.ndarray,
+    names_2: np.ndarray,
+    min_seeds: int,
+    min_seeds_for_claim: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Verdicts, reasons and ``n_seeds`` of every flip row, in the fixed decision order."""
+    n_seeds = np.minimum(first["n"], second["n"])
+    undefined_1 = np.isnan(first["lower"]) | np.isnan(first["upper"])
+    undefined_2 = np.isnan(second["lower"]) | np.isnan(second["upper"])
+    opposite = first["mean"] * second["mean"] < 0
+    both_exclude = first["excludes_zero"] & second["excludes_zero"]
+    reason_1 = names_1 + ": " + first["reason"]
+    reason_2 = names_2 + ": " + second["reason"]
+    rules = [
+        (~first["testable"], VERDICT_UNTESTABLE, reason_1),
+        (~second["testable"], VERDICT_UNTESTABLE, reason_2),
+        (n_seeds < min_seeds, VERDICT_UNTESTABLE, None),
+        (undefined_1, VERDICT_UNTESTABLE, reason_1),
+        (undefined_2, VERDICT_UNTESTABLE, reason_2),
+        (first["bimodal"], VERDICT_BIMODAL, reason_1),
+        (second["bimodal"], VERDICT_BIMODAL, reason_2),
+        (
+            opposite & both_exclude & (n_seeds >= min_seeds_for_claim),
+            VERDICT_SUPPORTED,
+            _REASON_SUPPORTED,
+        ),
+        (opposite & both_exclude, VERDICT_SUGGESTIVE, None),
+        (opposite, VERDICT_UNRESOLVED, _REASON_UNRESOLVED),
+        (both_exclude, VERDICT_CONTRADICTED, _REASON_CONTRADICTED),
+    ]
+    rule = np.select([condition for condition, _, _ in rules], np.arange(len(rules)), len(rules))
+    verdicts = np.array([v for _, v, _ in rules] + [VERDICT_NOT_REPRODUCED], dtype=object)[rule]
+    reasons = np.full(len(rule), _REASON_NOT_REPRODUCED, dtype=object)
+    for position, (_, verdict, text) in enumerate(rules):
+        chosen = rule == position
+        if not chosen.any():
+            continue
+        if verdict == VERDICT_SUGGESTIVE:
+            reasons[chosen] = [
+                f"{_REASON_SUPPORTED}, but only {k} shared seed(s)" for k in n_seeds[chosen]
+            ]
+        elif text is None:
+            reasons[chosen] = [
+                f"only {k} shared seed(s); at least {min_seeds} needed" for k in n_seeds[chosen]
+            ]
+        else:
+            reasons[chosen] = text[chosen] if isinstance(text, np.ndarray) else text
+    return verdicts, reasons, n_seeds
+
+
+def flip_grid(
+    selected: pd.DataFrame,
+    *,
+    metric: str,
+    confidence_level: float,
+    correction: str,
+    min_test_groups: int,
+    min_seeds: int,
+    min_seeds_for_claim: int,
+) -> pd.DataFrame:
+    """Every flip test of a metric slice, unsorted and without the FDR columns.
+
+    Args:
+        selected: rows of one metric (already restricted to the requested
+            models and datasets), ``value`` as float.
+        metric, confidence_level, correction, min_test_groups, min_seeds,
+            min_seeds_for_claim: as in :func:`~deepecgkit.analysis.ranking.flip_test`.
+
+    Returns:
+        One row per (dataset pair, model pair) with the flip columns up to
+        ``reason``; an empty frame when there is nothing to compare.
+    """
+    if selected.empty:
+        return pd.DataFrame()
+    present_rows = selected[["dataset", "model"]].drop_duplicates()
+    datasets = sorted(present_rows["dataset"].unique().tolist())
+    models = sorted(present_rows["model"].unique().tolist())
+    if len(datasets) < 2 or len(models) < 2:
+        return pd.DataFrame()
+    present = np.zeros((len(datasets), len(models)), dtype=bool)
+    present[
+        pd.Index(datasets).get_indexer(present_rows["dataset"]),
+        pd.Index(models).get_indexer(present_rows["model"]),
+    ] = True
+
+    seeds = pd.to_numeric(selected["seed"], errors="coerce")
+    keep = np.isfinite(selected["value"].to_numpy()) & seeds.notna().to_numpy()
+    keep &= (seeds != LEGACY_SEED).to_numpy()
+    usable = selected.loc[keep].assign(seed=seeds[keep].astype(np.int64))
+    cells = _Cells(usable, datasets, models)
+    components, component_id = _components(
+        cells,
+        present,
+        confidence_level=confidence_level,
+        correction=correction,
+        min_test_groups=min_test_groups,
+    )
+
+    rows_1, rows_2, pair_a, pair_b, index_1, index_2 = [], [], [], [], [], []
+    for d1 in range(len(datasets)):
+        for d2 in range(d1 + 1, len(datasets)):
+            members = np.flatnonzero(present[d1] & present[d2])
+            upper = np.triu_indices(len(members), k=1)
+            a, b = members[upper[0]], members[upper[1]]
+            rows_1.append(np.full(len(a), d1))
+            rows_2.append(np.full(len(a), d2))
+            pair_a.append(a)
+            pair_b.append(b)
+            index_1.append(component_id[d1, a, b])
+            index_2.append(component_id[d2, a, b])
+    first_index = np.concatenate(index_1)
+    if first_index.size == 0:
+        return pd.DataFrame()
+    second_index = np.concatenate(index_2)
+    first = {key: value[first_index] for key, value in components.items()}
+    second = {key: value[second_index] for key, value in components.items()}
+    dataset_names = np.asarray(datasets, dtype=object)
+    model_names = np.asarray(models, dtype=object)
+    names_1 = dataset_names[np.concatenate(rows_1)]
+    names_2 = dataset_names[np.concatenate(rows_2)]
+    verdicts, reasons, n_seeds = _classify(
+        first, second, names_1, names_2, min_seeds, min_seeds_for_claim
+    )
+    untested = np.isin(verdicts, [VERDICT_UNTESTABLE, VERDICT_BIMODAL])
+    columns: dict[str, Any] = {
+        "model_a": model_names[np.concatenate(pair_a)],
+        "model_b": model_names[np.concatenate(pair_b)],
+        "dataset_1": names_1,
+        "dataset_2": names_2,
+        "metric": metric,
+        "mean_1": first["mean"],
+        "mean_2": second["mean"],
+        "lower_1": first["lower"],
+        "upper_1": first["upper"],
+        "lower_2": second["lower"],
+        "upper_2": second["upper"],
+        "wins_1": first["wins"].astype(np.int64),
+        "wins_2": second["wins"].astype(np.int64),
+        "n_1": first["n"].astype(np.int64),
+        "n_2": second["n"].astype(np.int64),
+        "n_seeds": n_seeds.astype(np.int64),
+        "averaging_1": first["averaging"],
+        "averaging_2": second["averaging"],
+        "comparable_magnitudes": first["averaging"] == second["averaging"],
+        "verdict": verdicts,
+        "p_flip": np.where(untested, np.nan, np.maximum(first["p_value"], second["p_value"])),
+        "reason": reasons,
+    }
+    frame = pd.DataFrame(columns)
+    frame["comparable_magnitudes"] = frame["comparable_magnitudes"].astype(bool)
+    return frame

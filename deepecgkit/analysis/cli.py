@@ -1,0 +1,471 @@
+"""``deepecg aggregate`` and ``deepecg rank``: the analysis from a terminal.
+
+Both commands run discovery -> long frame -> averaging reconciliation, write
+CSV files (and, with ``--latex``, booktabs tables) to ``--out``, and print a
+short human summary. The contract a script can rely on:
+
+* exit 0 on success (and for ``--help``), 2 for usage errors, 1 when nothing
+  usable was found or on any data or I/O failure;
+* errors are exactly one line on stderr, ``deepecg <cmd>: error: <text>``,
+  and never a traceback; library warnings (averaging conflicts) are
+  reprinted as ``deepecg <cmd>: warning: <text>``.
+
+This module is the only place in :mod:`deepecgkit.analysis` that prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pandas as pd
+
+from deepecgkit.analysis._io import atomic_write_text
+from deepecgkit.analysis.aggregation import (
+    DIAGNOSTIC_KEYS,
+    RunRecord,
+    aggregate_runs,
+    discover_runs,
+    reconcile_averaging,
+    runs_to_frame,
+)
+from deepecgkit.analysis.constants import (
+    CONFIDENCE_LEVEL,
+    CORRECTIONS,
+    DEFAULT_RANK_METRIC,
+    FDR_FAMILIES,
+    FDR_FAMILY_TESTABLE,
+    NADEAU_BENGIO,
+    ON_DUPLICATE_NEWEST,
+    ON_DUPLICATE_POLICIES,
+    VERDICTS,
+)
+from deepecgkit.analysis.latex import (
+    flip_survival_table,
+    rank_distribution_table,
+    results_table,
+    tau_table,
+    write_tables,
+)
+from deepecgkit.analysis.ranking import (
+    all_flip_tests,
+    evaluate_rank_claim,
+    rank_distribution,
+    rank_within_seed,
+    tau_summary,
+)
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+#: Metric summarised per dataset in the ``aggregate`` printout.
+SUMMARY_METRIC = "f1"
+_STEM_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class UsageError(Exception):
+    """A command-line usage error (exit 2)."""
+
+
+class DataError(Exception):
+    """Nothing usable, or a data/I-O failure the user can act on (exit 1)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors become one line instead of usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _confidence_level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and 0.0 < value < 1.0):
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
+    return value
+
+
+def _add_discovery_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("roots", nargs="+", metavar="ROOT", help="folders of run directories")
+    parser.add_argument("--recursive", action="store_true", help="search roots at any depth")
+    parser.add_argument(
+        "--include-legacy",
+        action="store_true",
+        help="keep runs whose seed cannot be determined (seed -1; never ranked or paired)",
+    )
+    parser.add_argument(
+        "--include-failed", action="store_true", help="keep runs with a non-zero returncode"
+    )
+    parser.add_argument(
+        "--on-duplicate",
+        choices=ON_DUPLICATE_POLICIES,
+        default=ON_DUPLICATE_NEWEST,
+        help="what to do with two runs of one model, dataset, seed and fingerprint",
+    )
+    parser.add_argument(
+        "--confidence-level",
+        type=_confidence_level,
+        default=CONFIDENCE_LEVEL,
+        metavar="L",
+        help="two-sided coverage of every interval (default 0.95)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path(), metavar="DIR", help="output folder (default: .)"
+    )
+    parser.add_argument("--latex", action="store_true", help="also write booktabs .tex tables")
+
+
+def _build_parser(command: str) -> _Parser:
+    parser = _Parser(prog=f"deepecg {command}")
+    _add_discovery_options(parser)
+    if command == "aggregate":
+        parser.description = "Per-seed means and Student-t intervals of every metric."
+        return parser
+    parser.description = "Rank distributions, Kendall tau and cross-dataset flip tests."
+    parser.add_argument("--metric", default=DEFAULT_RANK_METRIC, help="metric to rank (f1)")
+    parser.add_argument("--correction", choices=CORRECTIONS, default=NADEAU_BENGIO)
+    parser.add_argument("--fdr-family", choices=FDR_FAMILIES, default=FDR_FAMILY_TESTABLE)
+    parser.add_argument("--models", nargs="+", metavar="M", help="restrict to these models")
+    parser.add_argument("--datasets", nargs="+", metavar="D", help="restrict to these datasets")
+    parser.add_argument(
+        "--claim",
+        nargs=3,
+        metavar=("MODEL", "BEST", "WORST"),
+        help='test "MODEL is best on BEST and worst on WORST"',
+    )
+    return parser
+
+
+# --- shared steps -----------------------------------------------------------------------------
+
+
+class _Output:
+    """Collects written paths; writes every file atomically."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.written: list[Path] = []
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataError(f"cannot create output folder {directory}: {exc.strerror}") from exc
+
+    def csv(self, name: str, frame: pd.DataFrame) -> None:
+        self.text(name, frame.to_csv(index=False))
+
+    def text(self, name: str, content: str) -> None:
+        path = self.directory / name
+        try:
+            atomic_write_text(path, content)
+        except OSError as exc:
+            raise DataError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        self.written.append(path)
+
+    def tables(self, tables: dict[str, str]) -> None:
+        try:
+            self.written += [Path(p) for p in write_tables(tables, self.directory)]
+        except OSError as exc:
+            raise DataError(f"cannot write tables to {self.directory}: {exc}") from exc
+
+
+def _discover(args: argparse.Namespace) -> tuple[list[RunRecord], dict[str, list[str]]]:
+    for root in args.roots:
+        if not Path(root).is_dir():
+            raise UsageError(f"ROOT is not an existing directory: {root}")
+    try:
+        records, diagnostics = discover_runs(
+            [Path(root) for root in args.roots],
+            recursive=args.recursive,
+            include_legacy=args.include_legacy,
+            on_duplicate=args.on_duplicate,
+            include_failed=args.include_failed,
+        )
+    except ValueError as exc:
+        raise DataError(str(exc)) from exc
+    if not records:
+        raise DataError(
+            f"no usable runs found under {', '.join(map(str, args.roots))} "
+            f"({_diagnostic_counts(diagnostics)})"
+        )
+    return records, diagnostics
+
+
+def _diagnostic_counts(diagnostics: dict[str, list[str]]) -> str:
+    return ", ".join(f"{key} {len(diagnostics[key])}" for key in DIAGNOSTIC_KEYS)
+
+
+def _summary_lines(records: list[RunRecord], diagnostics: dict[str, list[str]]) -> list[str]:
+    models = {r.model for r in records}
+    datasets = {r.dataset for r in records}
+    seeds = {r.seed for r in records}
+    return [
+        f"runs: {len(records)} usable ({len(models)} models, {len(datasets)} datasets, "
+        f"{len(seeds)} distinct seeds)",
+        f"diagnostics: {_diagnostic_counts(diagnostics)}",
+    ]
+
+
+def _diagnostics_frame(diagnostics: dict[str, list[str]]) -> pd.DataFrame:
+    rows = [(key, entry) for key in DIAGNOSTIC_KEYS for entry in diagnostics[key]]
+    return pd.DataFrame(rows, columns=["reason", "entry"])
+
+
+def _file_stem(name: str, taken: set[str]) -> str:
+    """``name`` with characters outside ``[A-Za-z0-9_-]`` replaced, unique among ``taken``."""
+    stem = _STEM_UNSAFE.sub("_", name) or "_"
+    candidate, counter = stem, 2
+    while candidate in taken:
+        candidate, counter = f"{stem}_{counter}", counter + 1
+    taken.add(candidate)
+    return candidate
+
+
+# --- aggregate -------------------------------------------------------------------------------
+
+
+def _aggregate(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    records, diagnostics = _discover(args)
+    output = _Output(args.out)
+    runs = runs_to_frame(records)
+    reconciled, conflicts = reconcile_averaging(runs)
+    aggregated = aggregate_runs(reconciled, args.confidence_level)
+    output.csv("runs.csv", runs)
+    output.csv("aggregate.csv", aggregated)
+    output.csv("averaging_conflicts.csv", conflicts)
+    output.csv("diagnostics.csv", _diagnostics_frame(diagnostics))
+    if args.latex:
+        taken: set[str] = set()
+        tables = {
+            f"results_{_file_stem(str(dataset), taken)}": results_table(
+                aggregated, dataset, confidence_level=args.confidence_level
+            )
+            for dataset in sorted(aggregated["dataset"].unique())
+        }
+        output.tables(tables)
+
+    lines = _summary_lines(records, diagnostics)
+    dropped = int(conflicts["dropped_runs"].sum()) if len(conflicts) else 0
+    lines.append(f"averaging conflicts: {len(conflicts)} group(s), {dropped} run(s) dropped")
+    summary = aggregated.loc[aggregated["metric"] == SUMMARY_METRIC]
+    for dataset, block in summary.groupby("dataset", sort=True):
+        block = block.sort_values(["mean", "model"], ascending=[False, True], na_position="last")
+        cells = ", ".join(
+            f"{row.model} {row.mean:.3f} (n={row.n})" for row in block.itertuples(index=False)
+        )
+        lines.append(f"{dataset} {SUMMARY_METRIC}: {cells}")
+    lines.append(f"wrote {len(output.written)} file(s) to {args.out}")
+    out("\n".join(lines))
+    return EXIT_OK
+
+
+# --- rank ---------------------------------------------------------------------------------------
+
+
+def _filter(frame: pd.DataFrame, column: str, names: Sequence[str] | None, warn: Callable) -> Any:
+    if not names:
+        return frame
+    present = set(frame[column].astype(str))
+    for name in names:
+        if name not in present:
+            warn(f"{column} {name!r} matches no run")
+    return frame.loc[frame[column].isin(names)]
+
+
+def _json_safe(value: Any) -> Any:
+    """Plain JSON values; NaN and infinities become null."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _tau_line(taus: pd.DataFrame) -> str:
+    parts = []
+    for row in taus.itertuples(index=False):
+        size = f"({row.n_models} models, {row.n_seeds} seeds)"
+        if math.isfinite(row.tau_mean):
+            parts.append(
+                f"{row.dataset} {row.tau_mean:.2f} [{row.tau_min:.2f}, {row.tau_max:.2f}] {size}"
+            )
+        else:
+            parts.append(f"{row.dataset} n/a {size}")
+    return "kendall tau: " + ("; ".join(parts) if parts else "n/a")
+
+
+def _flip_line(flips: pd.DataFrame, fdr_family: str) -> str:
+    counts = flips["verdict"].value_counts() if len(flips) else pd.Series(dtype=int)
+    family_size = int(flips["fdr_family_size"].iloc[0]) if len(flips) else 0
+    verdicts = ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS)
+    return (
+        f"flip tests: {len(flips)} comparison(s), BY family '{fdr_family}' of size "
+        f"{family_size}; {verdicts}"
+    )
+
+
+def _unknown_split_runs(frame: pd.DataFrame) -> int:
+    """Runs of the ranked metric whose train or test size is unknown."""
+    sizes = frame.reindex(columns=["run_dir", "n_train", "n_test"])
+    unknown = sizes["n_train"].isna() | sizes["n_test"].isna()
+    return int(sizes.loc[unknown, "run_dir"].nunique())
+
+
+def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) -> int:
+    if args.claim and args.claim[1] == args.claim[2]:
+        raise UsageError(f"--claim needs two different datasets, got {args.claim[1]!r} twice")
+    records, diagnostics = _discover(args)
+    output = _Output(args.out)
+    frame, _ = reconcile_averaging(runs_to_frame(records))
+    frame = _filter(frame, "model", args.models, warn)
+    frame = _filter(frame, "dataset", args.datasets, warn)
+    if frame.empty:
+        raise DataError("no runs left after the --models/--datasets filters")
+    metric_rows = frame.loc[frame["metric"] == args.metric]
+    if metric_rows.empty:
+        raise DataError(f"no run reports metric '{args.metric}'")
+
+    level, metric = args.confidence_level, args.metric
+    ranks = rank_within_seed(frame, metric)
+    distribution = rank_distribution(frame, metric)
+    taus = tau_summary(frame, metric)
+    flips = all_flip_tests(
+        frame,
+        metric,
+        level,
+        args.correction,
+        models=args.models,
+        datasets=args.datasets,
+        fdr_family=args.fdr_family,
+    )
+    claim = None
+    if args.claim:
+        model, best, worst = args.claim
+        for dataset in (best, worst):
+            if metric_rows.loc[
+                (metric_rows["model"] == model) & (metric_rows["dataset"] == dataset)
+            ].empty:
+                raise DataError(f"claim model {model!r} has no runs on {dataset!r}")
+        opponents = [m for m in args.models if m != model] if args.models else None
+        claim = evaluate_rank_claim(
+            frame,
+            model,
+            best,
+            worst,
+            metric,
+            opponents=opponents,
+            confidence_level=level,
+            correction=args.correction,
+        )
+
+    output.csv("ranks.csv", ranks)
+    output.csv("rank_distribution.csv", distribution)
+    output.csv("kendall_tau.csv", taus)
+    output.csv("flip_tests.csv", flips)
+    if claim is not None:
+        output.text("claim.json", json.dumps(_json_safe(claim), indent=2) + "\n")
+    if args.latex:
+        exclusions = []
+        if args.models:
+            exclusions.append("models: " + ", ".join(args.models))
+        if args.datasets:
+            exclusions.append("datasets: " + ", ".join(args.datasets))
+        output.tables(
+            {
+                "rank_distribution": rank_distribution_table(distribution, taus, metric=metric),
+                "kendall_tau": tau_table(taus),
+                "flip_survival": flip_survival_table(
+                    flips,
+                    metric=metric,
+                    exclusions=exclusions or None,
+                    confidence_level=level,
+                    correction=args.correction,
+                ),
+            }
+        )
+
+    lines = _summary_lines(records, diagnostics)
+    lines.append(f"metric: {metric} (correction {args.correction}, {level * 100:g}% intervals)")
+    lines.append(_tau_line(taus))
+    lines.append(_flip_line(flips, args.fdr_family))
+    if claim is not None:
+        lines.append(
+            f"claim: {claim['model']} best on {claim['dataset_best']}, worst on "
+            f"{claim['dataset_worst']}: {claim['verdict']} (p_claim {claim['p_claim']:.4g}, "
+            f"{claim['n_components']} component(s), {claim['n_untestable']} untestable)"
+        )
+    unknown = _unknown_split_runs(metric_rows)
+    if unknown and args.correction == NADEAU_BENGIO:
+        lines.append(
+            f"note: split sizes unknown for {unknown} run(s); their comparisons use the "
+            "uncorrected standard error"
+        )
+    lines.append(f"wrote {len(output.written)} file(s) to {args.out}")
+    out("\n".join(lines))
+    return EXIT_OK
+
+
+# --- entry point ------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``aggregate`` or ``rank``; ``argv`` starts with the command name.
+
+    Returns:
+        The exit code: 0 success, 1 nothing usable or a data/I-O failure,
+        2 usage error. Never raises and never prints a traceback.
+    """
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command = args_list[0] if args_list else "aggregate"
+    prefix = f"deepecg {command}"
+
+    def out(text: str) -> None:
+        print(text)
+
+    def warn(text: str) -> None:
+        print(f"{prefix}: warning: {text}", file=sys.stderr)
+
+    def fail(text: str, code: int) -> int:
+        print(f"{prefix}: error: {text}", file=sys.stderr)
+        return code
+
+    if command not in ("aggregate", "rank"):
+        return fail(f"unknown command {command!r} (choose aggregate or rank)", EXIT_USAGE)
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                args = _build_parser(command).parse_args(args_list[1:])
+            except SystemExit as exc:  # --help
+                return int(exc.code or 0)
+            if command == "aggregate":
+                return _aggregate(args, out)
+            return _rank(args, out, warn)
+    except UsageError as exc:
+        return fail(str(exc), EXIT_USAGE)
+    except DataError as exc:
+        return fail(str(exc), EXIT_FAILURE)
+    except Exception as exc:  # the contract: one line, never a traceback
+        detail = str(exc) or type(exc).__name__
+        return fail(f"{detail} ({type(exc).__name__})", EXIT_FAILURE)
+    finally:
+        for warning in caught:
+            if issubclass(warning.category, (RuntimeWarning, UserWarning)):
+                warn(str(warning.message))

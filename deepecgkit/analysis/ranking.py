@@ -1,0 +1,790 @@
+"""Rankings within seeds, paired model differences and cross-dataset flip tests.
+
+Ranks are formed inside one dataset and one seed, so averaging differences
+between datasets never leak into them. Comparisons of two models on one
+dataset are paired by seed: within a seed both models are trained and
+evaluated on the same split, so the split effect cancels in the difference.
+
+Conventions:
+
+* Direction: a metric named in ``LOWER_IS_BETTER`` is better when smaller.
+  Ranking and claim direction honour it; paired differences (always
+  ``A - B``) and flip verdicts are sign-symmetric and do not need it.
+* Per-seed value: the mean of the finite values of all rows with the same
+  (dataset, model, seed, metric); there is normally one row.
+* Legacy runs (seed ``LEGACY_SEED``) and rows without a seed are never ranked
+  or paired, because "same seed means same split" cannot hold for an
+  unknown seed.
+* Verdicts follow the fixed decision order of ``00-decisions.md``.
+
+:func:`all_flip_tests` does not loop over :func:`flip_test`: it evaluates
+every component with the vectorised engine of
+:mod:`deepecgkit.analysis._paired_grid`, which gives the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from deepecgkit.analysis import _paired_grid
+from deepecgkit.analysis.constants import (
+    AVERAGING_UNKNOWN,
+    CONFIDENCE_LEVEL,
+    DEFAULT_RANK_METRIC,
+    FDR_FAMILIES,
+    FDR_FAMILY_SIGNIFICANT,
+    FDR_FAMILY_TESTABLE,
+    LEGACY_SEED,
+    LOWER_IS_BETTER,
+    MIN_MODELS_FOR_TAU,
+    MIN_SEEDS_FOR_CLAIM,
+    MIN_SEEDS_FOR_INTERVAL,
+    MIN_TEST_GROUPS,
+    NADEAU_BENGIO,
+    VERDICT_BIMODAL,
+    VERDICT_CONTRADICTED,
+    VERDICT_NOT_REPRODUCED,
+    VERDICT_SUGGESTIVE,
+    VERDICT_SUPPORTED,
+    VERDICT_UNRESOLVED,
+    VERDICT_UNTESTABLE,
+    ZERO_VARIANCE_TOL,
+)
+from deepecgkit.analysis.statistics import (
+    _check_confidence_level,
+    _check_correction,
+    _check_non_negative_count,
+    benjamini_yekutieli_adjust,
+    is_bimodal,
+    min_attainable_kendall_p,
+    paired_summary,
+)
+
+__all__ = [
+    "FLIP_COLUMNS",
+    "all_flip_tests",
+    "evaluate_rank_claim",
+    "flip_test",
+    "paired_difference",
+    "rank_distribution",
+    "rank_within_seed",
+    "tau_summary",
+]
+
+_NAN = float("nan")
+_SLICE_COLUMNS = ("dataset", "model", "seed", "metric", "value")
+_RANK_COLUMNS = ("dataset", "seed", "model", "value", "rank", "rank_average")
+_TAU_COLUMNS = (
+    "dataset",
+    "n_models",
+    "n_seeds",
+    "n_pairs",
+    "tau_mean",
+    "tau_min",
+    "tau_max",
+    "min_attainable_p",
+)
+_DISTRIBUTION_HEAD = ("dataset", "model", "n_seeds", "n_models")
+_DISTRIBUTION_TAIL = ("mode_rank", "mode_fraction", "top1_fraction", "mean_value", "std_value")
+
+#: Columns of :func:`all_flip_tests`, in order.
+FLIP_COLUMNS = (
+    "model_a",
+    "model_b",
+    "dataset_1",
+    "dataset_2",
+    "metric",
+    "mean_1",
+    "mean_2",
+    "lower_1",
+    "upper_1",
+    "lower_2",
+    "upper_2",
+    "wins_1",
+    "wins_2",
+    "n_1",
+    "n_2",
+    "n_seeds",
+    "averaging_1",
+    "averaging_2",
+    "comparable_magnitudes",
+    "verdict",
+    "p_flip",
+    "reason",
+    "p_adjusted",
+    "fdr_family",
+    "fdr_family_size",
+)
+
+#: Verdicts whose p-value enters the "significant" BY family.
+_SIGNIFICANT_VERDICTS = (VERDICT_SUPPORTED, VERDICT_SUGGESTIVE, VERDICT_CONTRADICTED)
+
+_REASON_SUPPORTED = "both intervals exclude zero with opposite signs"
+_REASON_UNRESOLVED = "the mean ordering reverses but an interval covers zero"
+_REASON_CONTRADICTED = "both intervals exclude zero with the same sign"
+_REASON_NOT_REPRODUCED = "the mean ordering does not reverse"
+_REASON_WRONG_DIRECTION = "the ordering reverses, but opposite to the claimed direction"
+_REASON_NO_SEEDS = "no shared seeds"
+_REASON_ONE_SEED = "a single shared seed carries no dispersion"
+_REASON_ZERO_VARIANCE = (
+    "zero variance across seeds; the interval is undefined, not infinitely precise"
+)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _better_sign(metric: str) -> float:
+    """-1.0 for a lower-is-better metric, +1.0 otherwise."""
+    return -1.0 if metric in LOWER_IS_BETTER else 1.0
+
+
+def _empty(columns: Sequence[str]) -> pd.DataFrame:
+    return pd.DataFrame({column: pd.Series(dtype=object) for column in columns})
+
+
+def _names(value: Sequence[str] | str | None) -> list[str] | None:
+    """A bare string counts as one name."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _metric_slice(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Rows of ``runs`` for ``metric`` (a copy, input order, ``value`` coerced to float).
+
+    Requires ``dataset``, ``model``, ``seed``, ``metric``, ``value``. An
+    absent metric gives an empty frame and no error. Rows with a missing
+    dataset or model are dropped (they cannot be placed anywhere).
+    """
+    if len(runs) == 0:
+        return _empty(_SLICE_COLUMNS)
+    missing = [column for column in _SLICE_COLUMNS if column not in runs.columns]
+    if missing:
+        raise ValueError(f"the runs frame needs column(s) {', '.join(map(repr, missing))}")
+    selected = runs.loc[runs["metric"] == metric].copy()
+    selected["value"] = pd.to_numeric(selected["value"], errors="coerce").astype(np.float64)
+    selected = selected.loc[selected["dataset"].notna() & selected["model"].notna()]
+    return selected
+
+
+def _usable_rows(selected: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a finite value and a known, non-legacy seed (seed made int)."""
+    if selected.empty:
+        return selected.assign(seed=pd.Series(dtype=np.int64))
+    seeds = pd.to_numeric(selected["seed"], errors="coerce")
+    keep = np.isfinite(selected["value"].to_numpy()) & seeds.notna().to_numpy()
+    keep &= (seeds != LEGACY_SEED).to_numpy()
+    usable = selected.loc[keep].copy()
+    usable["seed"] = seeds[keep].astype(np.int64)
+    return usable
+
+
+def _ranking_rows(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per-seed values ``(dataset, model, seed, value)`` eligible for ranking."""
+    usable = _usable_rows(_metric_slice(runs, metric))
+    if usable.empty:
+        return pd.DataFrame({"dataset": [], "model": [], "seed": [], "value": []})
+    per_seed = usable.groupby(["dataset", "model", "seed"], sort=True)["value"].mean()
+    return per_seed.reset_index()
+
+
+def _paired_values(
+    selected: pd.DataFrame, model_a: str, model_b: str, dataset: str
+) -> tuple[list[int], np.ndarray, np.ndarray, pd.DataFrame]:
+    """Per-seed values of two models on one dataset, aligned on their shared seeds.
+
+    Returns ``(seeds, a_values, b_values, contributing)``: the sorted shared
+    seeds, both models' per-seed values (duplicate rows averaged) and every
+    row that entered them, sorted by (seed, model, run_dir when present). A
+    seed present for only one model is unpaired and dropped.
+    """
+    rows = selected.loc[
+        (selected["dataset"] == dataset) & selected["model"].isin([model_a, model_b])
+    ]
+    rows = _usable_rows(rows)
+    per_seed = rows.groupby(["model", "seed"], sort=True)["value"].mean()
+    a = per_seed.loc[model_a] if model_a in per_seed.index.get_level_values(0) else pd.Series()
+    b = per_seed.loc[model_b] if model_b in per_seed.index.get_level_values(0) else pd.Series()
+    seeds = sorted(set(a.index.astype(int)) & set(b.index.astype(int)))
+    a_values = a.reindex(seeds).to_numpy(dtype=np.float64)
+    b_values = b.reindex(seeds).to_numpy(dtype=np.float64)
+    contributing = rows.loc[rows["seed"].isin(seeds)]
+    order = ["seed", "model"] + (["run_dir"] if "run_dir" in contributing.columns else [])
+    contributing = contributing.sort_values(order, kind="mergesort").reset_index(drop=True)
+    return seeds, a_values, b_values, contributing
+
+
+def _mean_optional(frame: pd.DataFrame, column: str) -> float | None:
+    """Mean of the finite values of ``column``; None when absent, empty or all missing."""
+    if column not in frame.columns or frame.empty:
+        return None
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else None
+
+
+def _joined_averaging(contributing: pd.DataFrame) -> str:
+    if "averaging" not in contributing.columns or contributing.empty:
+        return AVERAGING_UNKNOWN
+    modes = sorted({str(mode) for mode in contributing["averaging"].dropna()})
+    return "+".join(modes) if modes else AVERAGING_UNKNOWN
+
+
+def _classify_flip(
+    first: dict[str, Any],
+    second: dict[str, Any],
+    n_seeds: int,
+    min_seeds: int,
+    min_seeds_for_claim: int,
+) -> tuple[str, str]:
+    """Verdict and reason of a flip test, in the fixed decision order of 00-decisions.md."""
+    components = (first, second)
+    for component in components:
+        if not component["testable"]:
+            return VERDICT_UNTESTABLE, f"{component['dataset']}: {component['reason']}"
+    if n_seeds < min_seeds:
+        return (
+            VERDICT_UNTESTABLE,
+            f"only {n_seeds} shared seed(s); at least {min_seeds} needed",
+        )
+    for component in components:
+        if math.isnan(component["lower_ci"]) or math.isnan(component["upper_ci"]):
+            return VERDICT_UNTESTABLE, f"{component['dataset']}: {component['reason']}"
+    for component in components:
+        if component["bimodal"]:
+            return VERDICT_BIMODAL, f"{component['dataset']}: {component['reason']}"
+    both_exclude = first["excludes_zero"] and second["excludes_zero"]
+    if first["mean"] * second["mean"] < 0:
+        if not both_exclude:
+            return VERDICT_UNRESOLVED, _REASON_UNRESOLVED
+        if n_seeds >= min_seeds_for_claim:
+            return VERDICT_SUPPORTED, _REASON_SUPPORTED
+        return (
+            VERDICT_SUGGESTIVE,
+            f"{_REASON_SUPPORTED}, but only {n_seeds} shared seed(s)",
+        )
+    if both_exclude:
+        return VERDICT_CONTRADICTED, _REASON_CONTRADICTED
+    return VERDICT_NOT_REPRODUCED, _REASON_NOT_REPRODUCED
+
+
+# --- ranks --------------------------------------------------------------------------------
+
+
+def rank_within_seed(runs: pd.DataFrame, metric: str = DEFAULT_RANK_METRIC) -> pd.DataFrame:
+    """Rank models within each (dataset, seed), best first.
+
+    The ranked score is ``value`` for higher-is-better metrics and
+    ``-value`` for ``LOWER_IS_BETTER`` ones. Ties are exact float equality.
+
+    Returns:
+        Columns ``dataset``, ``seed`` (int), ``model``, ``value`` (the
+        per-seed value), ``rank`` (int, "min" method: 1, 2, 2, 4, for display
+        and counting) and ``rank_average`` (float, "average" method: 1, 2.5,
+        2.5, 4, what Kendall's tau uses). Sorted by dataset, seed, then
+        (rank, model). Empty input gives an empty frame with these columns.
+    """
+    rows = _ranking_rows(runs, metric)
+    if rows.empty:
+        return _empty(_RANK_COLUMNS)
+    score = _better_sign(metric) * rows["value"]
+    by_block = score.groupby([rows["dataset"], rows["seed"]], sort=False)
+    rows["rank"] = by_block.rank(method="min", ascending=False).astype(np.int64)
+    rows["rank_average"] = by_block.rank(method="average", ascending=False).astype(np.float64)
+    rows = rows.sort_values(["dataset", "seed", "rank", "model"], kind="mergesort")
+    return rows.loc[:, list(_RANK_COLUMNS)].reset_index(drop=True)
+
+
+def rank_distribution(runs: pd.DataFrame, metric: str = DEFAULT_RANK_METRIC) -> pd.DataFrame:
+    """How often each model attained each rank over the seeds of its dataset.
+
+    Returns:
+        One row per (dataset, model), sorted, with columns ``dataset``,
+        ``model``, ``n_seeds``, ``n_models``, ``rank_1`` ... ``rank_K`` (K the
+        largest model count of any dataset; NaN for ranks beyond the
+        dataset's own model count, which cannot occur), ``mode_rank`` (ties
+        resolve to the best rank), ``mode_fraction``, ``top1_fraction``,
+        ``mean_value`` and ``std_value`` (ddof 1, NaN for one seed). Because
+        ties share the better rank, one column may over-fill while the next
+        stays empty. Empty input gives the columns without ``rank_k``.
+    """
+    ranks = rank_within_seed(runs, metric)
+    if ranks.empty:
+        return _empty(_DISTRIBUTION_HEAD + _DISTRIBUTION_TAIL)
+    n_models = ranks.groupby("dataset")["model"].nunique()
+    max_models = int(n_models.max())
+    counts = pd.crosstab([ranks["dataset"], ranks["model"]], ranks["rank"])
+    counts = counts.reindex(columns=range(1, max_models + 1), fill_value=0)
+    grouped = ranks.groupby(["dataset", "model"], sort=True)
+    result = pd.DataFrame(
+        {
+            "n_seeds": grouped.size().astype(np.int64),
+            "mean_value": grouped["value"].mean(),
+            "std_value": grouped["value"].std(ddof=1),
+        }
+    )
+    result["n_models"] = n_models.reindex(result.index.get_level_values("dataset")).to_numpy()
+    count_matrix = counts.reindex(result.index).to_numpy(dtype=np.float64)
+    possible = np.arange(1, max_models + 1)[None, :] <= result["n_models"].to_numpy()[:, None]
+    rank_columns = {
+        f"rank_{k}": np.where(possible[:, k - 1], count_matrix[:, k - 1], np.nan)
+        for k in range(1, max_models + 1)
+    }
+    mode_index = np.argmax(count_matrix, axis=1)  # first maximum = best rank on ties
+    n_seeds = result["n_seeds"].to_numpy(dtype=np.float64)
+    frame = pd.DataFrame(
+        {
+            "dataset": result.index.get_level_values("dataset"),
+            "model": result.index.get_level_values("model"),
+            "n_seeds": result["n_seeds"].to_numpy(),
+            "n_models": result["n_models"].to_numpy(dtype=np.int64),
+            **rank_columns,
+            "mode_rank": (mode_index + 1).astype(np.int64),
+            "mode_fraction": count_matrix[np.arange(len(result)), mode_index] / n_seeds,
+            "top1_fraction": count_matrix[:, 0] / n_seeds,
+            "mean_value": result["mean_value"].to_numpy(),
+            "std_value": np.where(n_seeds > 1, result["std_value"].to_numpy(), np.nan),
+        }
+    )
+    return frame.reset_index(drop=True)
+
+
+def _tau_b_matrix(rank_matrix: np.ndarray) -> np.ndarray:
+    """Kendall tau-b between every pair of rows of ``rank_matrix`` (seeds x models).
+
+    Equal to :func:`~deepecgkit.analysis.statistics.kendall_tau` on each pair
+    of rows, computed with one matrix product: with ``S[s]`` the signs of all
+    model-pair rank differences at seed ``s``, ``C - D = S S^T`` and the tie
+    counts are the zero entries of each row.
+    """
+    upper = np.triu_indices(rank_matrix.shape[1], k=1)
+    signs = np.sign(rank_matrix[:, upper[0]] - rank_matrix[:, upper[1]])
+    n0 = signs.shape[1]
+    untied = n0 - np.count_nonzero(signs == 0, axis=1)
+    denominator = np.sqrt(np.outer(untied, untied).astype(np.float64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, (signs @ signs.T) / denominator, np.nan)
+
+
+def tau_summary(runs: pd.DataFrame, metric: str = DEFAULT_RANK_METRIC) -> pd.DataFrame:
+    """Kendall tau-b between the rankings of every pair of seeds, per dataset.
+
+    Only models present at every seed of a dataset (``common``) are compared;
+    a model missing at one seed drops out for the whole dataset. Taus of
+    all-tied seeds (NaN) are ignored. The taus share seeds, so only their
+    mean, minimum and maximum are reported: no interval or pooled test.
+
+    Returns:
+        One row per dataset with ranked rows, sorted, with columns
+        ``dataset``, ``n_models``, ``n_seeds``, ``n_pairs``, ``tau_mean``,
+        ``tau_min``, ``tau_max``, ``min_attainable_p`` (``2/n_models!`` for
+        three or more models, else NaN).
+    """
+    ranks = rank_within_seed(runs, metric)
+    if ranks.empty:
+        return _empty(_TAU_COLUMNS)
+    rows: list[dict[str, Any]] = []
+    for dataset, block in ranks.groupby("dataset", sort=True):
+        table = block.pivot(index="seed", columns="model", values="rank_average").sort_index()
+        common = table.columns[table.notna().all(axis=0).to_numpy()]
+        n_models, n_seeds = len(common), len(table)
+        taus = np.array([])
+        if n_models >= MIN_MODELS_FOR_TAU and n_seeds >= 2:
+            matrix = _tau_b_matrix(table[sorted(common)].to_numpy(dtype=np.float64))
+            taus = matrix[np.triu_indices(n_seeds, k=1)]
+            taus = taus[np.isfinite(taus)]
+        rows.append(
+            {
+                "dataset": dataset,
+                "n_models": n_models,
+                "n_seeds": n_seeds,
+                "n_pairs": int(taus.size),
+                "tau_mean": float(taus.mean()) if taus.size else _NAN,
+                "tau_min": float(taus.min()) if taus.size else _NAN,
+                "tau_max": float(taus.max()) if taus.size else _NAN,
+                "min_attainable_p": (
+                    min_attainable_kendall_p(n_models) if n_models >= MIN_MODELS_FOR_TAU else _NAN
+                ),
+            }
+        )
+    return pd.DataFrame(rows, columns=list(_TAU_COLUMNS))
+
+
+# --- paired differences and flips ------------------------------------------------------------
+
+
+def _component_reason(
+    summary: dict[str, Any],
+    testable: bool,
+    n_test_groups: float | None,
+    bimodal: tuple[tuple[bool, str], tuple[bool, str]],
+    models: tuple[str, str],
+) -> str:
+    if not testable:
+        return (
+            f"test partition holds {n_test_groups:g} independent unit(s), "
+            "which cannot support an interval"
+        )
+    if summary["n"] == 0:
+        return _REASON_NO_SEEDS
+    if summary["n"] == 1:
+        return _REASON_ONE_SEED
+    if summary["std"] <= ZERO_VARIANCE_TOL:
+        return _REASON_ZERO_VARIANCE
+    for model, (flag, reason) in zip(models, bimodal, strict=True):
+        if flag:
+            return f"{model}: {reason}"
+    return ""
+
+
+def _paired_difference(
+    selected: pd.DataFrame,
+    model_a: str,
+    model_b: str,
+    dataset: str,
+    metric: str,
+    confidence_level: float,
+    correction: str,
+    min_test_groups: int,
+) -> dict[str, Any]:
+    """:func:`paired_difference` on an already sliced frame."""
+    seeds, a_values, b_values, contributing = _paired_values(selected, model_a, model_b, dataset)
+    n_train = _mean_optional(contributing, "n_train")
+    n_test = _mean_optional(contributing, "n_test")
+    n_test_groups = _mean_optional(contributing, "n_test_groups")
+    summary = paired_summary(a_values - b_values, confidence_level, correction, n_train, n_test)
+    bimodal = (is_bimodal(a_values), is_bimodal(b_values))
+    testable = not (n_test_groups is not None and n_test_groups < min_test_groups)
+    reason = _component_reason(summary, testable, n_test_groups, bimodal, (model_a, model_b))
+    return {
+        **summary,
+        "model_a": model_a,
+        "model_b": model_b,
+        "dataset": dataset,
+        "metric": metric,
+        "seeds": seeds,
+        "averaging": _joined_averaging(contributing),
+        "n_train": n_train,
+        "n_test": n_test,
+        "n_test_groups": n_test_groups,
+        "bimodal": bool(bimodal[0][0] or bimodal[1][0]),
+        "testable": testable,
+        "reason": reason,
+    }
+
+
+def paired_difference(
+    runs: pd.DataFrame,
+    model_a: str,
+    model_b: str,
+    dataset: str,
+    metric: str = DEFAULT_RANK_METRIC,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    correction: str = NADEAU_BENGIO,
+    min_test_groups: int = MIN_TEST_GROUPS,
+) -> dict[str, Any]:
+    """Paired per-seed difference ``A - B`` of one metric on one dataset.
+
+    Args:
+        runs: the long runs frame (``runs_to_frame``, usually reconciled).
+        model_a, model_b: the two models; A is the minuend.
+        dataset: where they are compared.
+        metric: compared metric.
+        confidence_level: two-sided coverage in (0, 1).
+        correction: ``"nadeau-bengio"`` (split sizes averaged over the
+            contributing runs) or ``"none"``.
+        min_test_groups: fewer known test groups than this make the
+            comparison untestable: with a handful of patients the seed-to-seed
+            spread is dominated by which units land in the test set.
+
+    Returns:
+        The :func:`~deepecgkit.analysis.statistics.paired_summary` keys, then
+        ``model_a``, ``model_b``, ``dataset``, ``metric``, ``seeds`` (list of
+        int), ``averaging``, ``n_train``, ``n_test``, ``n_test_groups``
+        (float or None), ``bimodal``, ``testable`` and ``reason`` (empty when
+        nothing is wrong).
+    """
+    if model_a == model_b:
+        raise ValueError(f"paired_difference needs two different models, got {model_a!r} twice")
+    _check_correction(correction)
+    _check_confidence_level(confidence_level)
+    min_test_groups = _check_non_negative_count("min_test_groups", min_test_groups)
+    selected = _metric_slice(runs, metric)
+    return _paired_difference(
+        selected, model_a, model_b, dataset, metric, confidence_level, correction, min_test_groups
+    )
+
+
+def _flip_from_components(
+    first: dict[str, Any],
+    second: dict[str, Any],
+    metric: str,
+    min_seeds: int,
+    min_seeds_for_claim: int,
+) -> dict[str, Any]:
+    n_seeds = min(first["n"], second["n"])
+    verdict, reason = _classify_flip(first, second, n_seeds, min_seeds, min_seeds_for_claim)
+    untested = verdict in (VERDICT_UNTESTABLE, VERDICT_BIMODAL)
+    return {
+        "model_a": first["model_a"],
+        "model_b": first["model_b"],
+        "dataset_1": first["dataset"],
+        "dataset_2": second["dataset"],
+        "metric": metric,
+        "difference_1": first,
+        "difference_2": second,
+        "mean_1": first["mean"],
+        "mean_2": second["mean"],
+        "lower_1": first["lower_ci"],
+        "upper_1": first["upper_ci"],
+        "lower_2": second["lower_ci"],
+        "upper_2": second["upper_ci"],
+        "wins_1": first["n_wins"],
+        "wins_2": second["n_wins"],
+        "n_1": first["n"],
+        "n_2": second["n"],
+        "n_seeds": n_seeds,
+        "averaging_1": first["averaging"],
+        "averaging_2": second["averaging"],
+        "comparable_magnitudes": first["averaging"] == second["averaging"],
+        "verdict": verdict,
+        "p_flip": _NAN if untested else float(max(first["p_value"], second["p_value"])),
+        "reason": reason,
+    }
+
+
+def flip_test(
+    runs: pd.DataFrame,
+    model_a: str,
+    model_b: str,
+    dataset_1: str,
+    dataset_2: str,
+    metric: str = DEFAULT_RANK_METRIC,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    correction: str = NADEAU_BENGIO,
+    min_test_groups: int = MIN_TEST_GROUPS,
+    min_seeds: int = MIN_SEEDS_FOR_INTERVAL,
+    min_seeds_for_claim: int = MIN_SEEDS_FOR_CLAIM,
+) -> dict[str, Any]:
+    """Intersection-union test for a ranking reversal of A and B between two datasets.
+
+    A reversal is claimed only when both component nulls are rejected, so
+    the test has level alpha when each component is tested at alpha (Berger
+    1982, Technometrics 24(4):295-300); no correction between the two
+    components is needed. ``p_flip`` is the larger component p-value, an
+    upper bound (each two-sided component accepts only one sign), and NaN for
+    ``untestable`` and ``bimodal``. ``comparable_magnitudes`` is False when
+    the two differences come from differently averaged scores (binary
+    against macro F1), which can be compared in sign but not in size.
+
+    Returns:
+        ``model_a``, ``model_b``, ``dataset_1``, ``dataset_2``, ``metric``,
+        ``difference_1``/``difference_2`` (the :func:`paired_difference`
+        dicts), ``mean_*``, ``lower_*``, ``upper_*``, ``wins_*``, ``n_*``,
+        ``n_seeds``, ``averaging_*``, ``comparable_magnitudes``, ``verdict``,
+        ``p_flip``, ``reason``.
+    """
+    if dataset_1 == dataset_2:
+        raise ValueError(f"flip_test needs two different datasets, got {dataset_1!r} twice")
+    if model_a == model_b:
+        raise ValueError(f"flip_test needs two different models, got {model_a!r} twice")
+    _check_correction(correction)
+    _check_confidence_level(confidence_level)
+    min_test_groups = _check_non_negative_count("min_test_groups", min_test_groups)
+    min_seeds = _check_non_negative_count("min_seeds", min_seeds)
+    min_seeds_for_claim = _check_non_negative_count("min_seeds_for_claim", min_seeds_for_claim)
+    selected = _metric_slice(runs, metric)
+    args = (metric, confidence_level, correction, min_test_groups)
+    first = _paired_difference(selected, model_a, model_b, dataset_1, *args)
+    second = _paired_difference(selected, model_a, model_b, dataset_2, *args)
+    return _flip_from_components(first, second, metric, min_seeds, min_seeds_for_claim)
+
+
+def _restrict(
+    selected: pd.DataFrame,
+    models: Sequence[str] | str | None,
+    datasets: Sequence[str] | str | None,
+) -> pd.DataFrame:
+    model_names, dataset_names = _names(models), _names(datasets)
+    if model_names is not None:
+        selected = selected.loc[selected["model"].isin(model_names)]
+    if dataset_names is not None:
+        selected = selected.loc[selected["dataset"].isin(dataset_names)]
+    return selected
+
+
+def _adjust_family(flips: pd.DataFrame, fdr_family: str) -> pd.DataFrame:
+    """Benjamini-Yekutieli over the family's ``p_flip``; NaN outside the family."""
+    p_flip = flips["p_flip"].to_numpy(dtype=np.float64)
+    in_family = np.isfinite(p_flip)
+    if fdr_family == FDR_FAMILY_SIGNIFICANT:
+        in_family &= flips["verdict"].isin(_SIGNIFICANT_VERDICTS).to_numpy()
+    adjusted = np.full(len(flips), np.nan)
+    adjusted[in_family] = benjamini_yekutieli_adjust(p_flip[in_family])
+    flips["p_adjusted"] = adjusted
+    flips["fdr_family"] = fdr_family
+    flips["fdr_family_size"] = int(in_family.sum())
+    return flips
+
+
+def all_flip_tests(
+    runs: pd.DataFrame,
+    metric: str = DEFAULT_RANK_METRIC,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    correction: str = NADEAU_BENGIO,
+    models: Sequence[str] | str | None = None,
+    datasets: Sequence[str] | str | None = None,
+    min_test_groups: int = MIN_TEST_GROUPS,
+    fdr_family: str = FDR_FAMILY_TESTABLE,
+) -> pd.DataFrame:
+    """Flip tests for every model pair on every dataset pair, BY-adjusted over the grid.
+
+    For each pair of datasets (d1 < d2) the shared models are those with at
+    least one row on both; every pair (a < b) of them is tested. A model
+    left out on one dataset (it failed to converge there, say) is simply not
+    compared on that pair.
+
+    Args:
+        runs: the long runs frame.
+        metric, confidence_level, correction, min_test_groups: as in
+            :func:`flip_test` (default seed thresholds).
+        models, datasets: optional restrictions (a bare string is one name).
+        fdr_family: ``"testable"`` (default: every row with a finite
+            ``p_flip``) or ``"significant"`` (only supported, suggestive and
+            contradicted rows, the historical behaviour). Choosing the family
+            by verdict means choosing it from the very p-values being
+            adjusted, which loses FDR control; the whole grid is exploratory.
+
+    Returns:
+        :data:`FLIP_COLUMNS`, sorted by (dataset_1, dataset_2, p_flip with
+        NaN last, model_a, model_b). No comparisons give an empty frame with
+        these columns.
+    """
+    if fdr_family not in FDR_FAMILIES:
+        raise ValueError(
+            f"fdr_family must be one of {', '.join(map(repr, FDR_FAMILIES))}, got {fdr_family!r}"
+        )
+    _check_correction(correction)
+    _check_confidence_level(confidence_level)
+    min_test_groups = _check_non_negative_count("min_test_groups", min_test_groups)
+    selected = _restrict(_metric_slice(runs, metric), models, datasets)
+    flips = _paired_grid.flip_grid(
+        selected,
+        metric=metric,
+        confidence_level=confidence_level,
+        correction=correction,
+        min_test_groups=min_test_groups,
+        min_seeds=MIN_SEEDS_FOR_INTERVAL,
+        min_seeds_for_claim=MIN_SEEDS_FOR_CLAIM,
+    )
+    if flips.empty:
+        return _empty(FLIP_COLUMNS)
+    flips = flips.sort_values(
+        ["dataset_1", "dataset_2", "p_flip", "model_a", "model_b"],
+        na_position="last",
+        kind="mergesort",
+    ).reset_index(drop=True)
+    flips = _adjust_family(flips, fdr_family)
+    return flips.loc[:, list(FLIP_COLUMNS)]
+
+
+# --- claims -------------------------------------------------------------------------------------
+
+
+def _claim_verdict(verdicts: list[str]) -> str:
+    """Overall claim verdict: only unanimous support supports a claim."""
+    if not verdicts:
+        return VERDICT_UNTESTABLE
+    if all(v == VERDICT_SUPPORTED for v in verdicts):
+        return VERDICT_SUPPORTED
+    if VERDICT_CONTRADICTED in verdicts:
+        return VERDICT_CONTRADICTED
+    if any(v in (VERDICT_UNTESTABLE, VERDICT_BIMODAL) for v in verdicts):
+        return VERDICT_UNTESTABLE
+    if VERDICT_NOT_REPRODUCED in verdicts:
+        return VERDICT_NOT_REPRODUCED
+    return VERDICT_UNRESOLVED
+
+
+def evaluate_rank_claim(
+    runs: pd.DataFrame,
+    model: str,
+    dataset_best: str,
+    dataset_worst: str,
+    metric: str = DEFAULT_RANK_METRIC,
+    opponents: Sequence[str] | str | None = None,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    correction: str = NADEAU_BENGIO,
+    min_test_groups: int = MIN_TEST_GROUPS,
+) -> dict[str, Any]:
+    """Test "``model`` is best on ``dataset_best`` and worst on ``dataset_worst``".
+
+    The claim is broken into one flip test against each opponent. The flip
+    test is symmetric, the claim is not: a supported or suggestive reversal
+    in the opposite direction is relabelled ``contradicted``. Untestable
+    components are reported, not dropped; otherwise a claim could appear
+    supported on a quietly reduced set of opponents.
+
+    Args:
+        opponents: restrict the opponents (a bare string is one name); every
+            named opponent gets a component, untestable if it has no runs.
+            Default: every other model with rows on both datasets.
+
+    Returns:
+        ``model``, ``dataset_best``, ``dataset_worst``, ``metric``,
+        ``components`` (flip rows plus ``claimed_direction``, in opponent
+        order), ``n_components``, ``n_supported``, ``n_supported_in_direction``,
+        ``n_untestable`` (untestable or bimodal), ``verdict`` and ``p_claim``
+        (largest finite ``p_flip``, else NaN).
+    """
+    if dataset_best == dataset_worst:
+        raise ValueError(
+            f"evaluate_rank_claim needs two different datasets, got {dataset_best!r} twice"
+        )
+    _check_correction(correction)
+    _check_confidence_level(confidence_level)
+    min_test_groups = _check_non_negative_count("min_test_groups", min_test_groups)
+    selected = _metric_slice(runs, metric)
+    on_best = set(selected.loc[selected["dataset"] == dataset_best, "model"])
+    on_worst = set(selected.loc[selected["dataset"] == dataset_worst, "model"])
+    named = _names(opponents)
+    candidates = set(named) if named is not None else on_best & on_worst
+    candidates.discard(model)
+    sign = _better_sign(metric)
+    args = (metric, confidence_level, correction, min_test_groups)
+    components: list[dict[str, Any]] = []
+    for opponent in sorted(candidates):
+        first = _paired_difference(selected, model, opponent, dataset_best, *args)
+        second = _paired_difference(selected, model, opponent, dataset_worst, *args)
+        flip = _flip_from_components(
+            first, second, metric, MIN_SEEDS_FOR_INTERVAL, MIN_SEEDS_FOR_CLAIM
+        )
+        del flip["difference_1"], flip["difference_2"]
+        claimed = bool(sign * flip["mean_1"] > 0 and sign * flip["mean_2"] < 0)
+        if flip["verdict"] in (VERDICT_SUPPORTED, VERDICT_SUGGESTIVE) and not claimed:
+            flip["verdict"], flip["reason"] = VERDICT_CONTRADICTED, _REASON_WRONG_DIRECTION
+        flip["claimed_direction"] = claimed
+        components.append(flip)
+    verdicts = [component["verdict"] for component in components]
+    p_values = [c["p_flip"] for c in components if math.isfinite(c["p_flip"])]
+    return {
+        "model": model,
+        "dataset_best": dataset_best,
+        "dataset_worst": dataset_worst,
+        "metric": metric,
+        "components": components,
+        "n_components": len(components),
+        "n_supported": verdicts.count(VERDICT_SUPPORTED),
+        "n_supported_in_direction": sum(
+            c["verdict"] == VERDICT_SUPPORTED and c["claimed_direction"] for c in components
+        ),
+        "n_untestable": sum(v in (VERDICT_UNTESTABLE, VERDICT_BIMODAL) for v in verdicts),
+        "verdict": _claim_verdict(verdicts),
+        "p_claim": float(max(p_values)) if p_values else _NAN,
+    }
