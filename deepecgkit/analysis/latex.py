@@ -1,0 +1,1246 @@
+r"""Booktabs LaTeX tables for the multi-seed results, rankings and flip tests.
+
+Each emitter returns one complete ``table`` environment as a string that needs
+only the ``booktabs`` package. Conventions, stated once:
+
+* **Escaping.** Model, dataset and metric names come from user files, so every
+  name without an entry in a display map goes through :func:`escape_latex`.
+  Mapped display names, notes and the fixed caption text are LaTeX already and
+  are never escaped again.
+* **Backslashes.** Every string literal that holds a backslash is a raw string.
+  ``"\toprule"`` would be a TAB followed by ``oprule``: a valid Python escape
+  that no linter flags and that silently breaks compilation.
+* **Missing values.** ``None``, NaN and both infinities render as
+  :data:`MISSING_CELL` (``--``, an en dash in LaTeX).
+* **Nothing is bolded.** Bolding the best mean and whatever overlaps it would
+  be a set of pairwise comparisons that per-model intervals cannot support;
+  the flip table is the instrument for that.
+* **Direction.** Rows ranked by a metric in ``LOWER_IS_BETTER`` are sorted
+  ascending, so a calibration table leads with the best-calibrated model.
+* **Frames.** A non-empty frame must hold the columns its emitter names
+  (``ValueError`` naming the missing ones); an empty frame is accepted without
+  columns and gives the header and notes only. Rows whose key (dataset, model)
+  is missing are left out and logged.
+
+:func:`latex_engine` and :func:`compile_table` are a chosen extra: the Dagster
+asset check and the tests compile every emitted table with a real engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from deepecgkit.analysis._io import atomic_write_text
+from deepecgkit.analysis.constants import (
+    CONFIDENCE_LEVEL,
+    FDR_FAMILY_SIGNIFICANT,
+    FDR_FAMILY_TESTABLE,
+    LOWER_IS_BETTER,
+    MIN_SEEDS_FOR_CLAIM,
+    NADEAU_BENGIO,
+    VERDICT_BIMODAL,
+    VERDICT_CONTRADICTED,
+    VERDICT_NOT_REPRODUCED,
+    VERDICT_SUGGESTIVE,
+    VERDICT_SUPPORTED,
+    VERDICT_UNRESOLVED,
+    VERDICT_UNTESTABLE,
+)
+from deepecgkit.analysis.statistics import (
+    _check_confidence_level,
+    _check_correction,
+    _check_non_negative_count,
+)
+
+__all__ = [
+    "BASELINE_DISPLAY_NAMES",
+    "DATASET_DISPLAY_NAMES",
+    "DEFAULT_PRECISION",
+    "METRIC_DISPLAY_NAMES",
+    "MISSING_CELL",
+    "MODEL_DISPLAY_NAMES",
+    "SPLIT_DESCRIPTION",
+    "VERDICT_DISPLAY_NAMES",
+    "compile_table",
+    "display_dataset",
+    "display_metric",
+    "display_model",
+    "escape_latex",
+    "flip_survival_table",
+    "format_cell",
+    "latex_engine",
+    "rank_distribution_table",
+    "results_table",
+    "tau_table",
+    "transfer_matrix_table",
+    "write_tables",
+]
+
+logger = logging.getLogger(__name__)
+
+_Row = TypeVar("_Row")
+
+# --- display constants -----------------------------------------------------------
+
+#: Cell text for a missing value: ``--`` typesets as an en dash.
+MISSING_CELL = "--"
+#: Decimals of means and interval bounds.
+DEFAULT_PRECISION = 3
+#: What one seed redraws, as the captions say it.
+SPLIT_DESCRIPTION = "train/validation/test partition"
+
+MODEL_DISPLAY_NAMES: dict[str, str] = {
+    "resnet": "ResNet",
+    "se-resnet": "SE-ResNet",
+    "inception-time": "InceptionTime",
+    "convnext-v2": "ConvNeXt-V2",
+    "crnn": "CRNN",
+    "medformer": "Medformer",
+    "mamba": "Mamba",
+}
+DATASET_DISPLAY_NAMES: dict[str, str] = {
+    "af-classification": "PhysioNet 2017",
+    "ptbxl": "PTB-XL",
+    "mitbih-afdb": "MIT-BIH AFDB",
+    "ltafdb": "LTAFDB",
+    "unified-af": "Unified AF",
+}
+_CALIBRATION_DISPLAY_NAMES = {
+    "ece": "ECE",
+    "adaptive_ece": "Adaptive ECE",
+    "mce": "MCE",
+    "brier": "Brier",
+    "nll": "NLL",
+}
+#: Suffix of a metric measured after temperature scaling, and its display.
+_TEMPERATURE_SUFFIX = "_temp"
+_TEMPERATURE_DISPLAY = " (TS)"
+METRIC_DISPLAY_NAMES: dict[str, str] = {
+    "accuracy": "Accuracy",
+    "balanced_accuracy": "Balanced acc.",
+    "precision": "Precision",
+    "recall": "Recall",
+    "f1": "F1",
+    "auroc": "AUROC",
+    "auroc_macro": "Macro AUROC",
+    "mcc": "MCC",
+    "label_accuracy": "Label acc.",
+    "exact_match_accuracy": "Exact match",
+    **_CALIBRATION_DISPLAY_NAMES,
+    **{
+        name + _TEMPERATURE_SUFFIX: display + _TEMPERATURE_DISPLAY
+        for name, display in _CALIBRATION_DISPLAY_NAMES.items()
+    },
+    "temperature": "Temperature",
+}
+VERDICT_DISPLAY_NAMES: dict[str, str] = {
+    VERDICT_SUPPORTED: "Supported",
+    VERDICT_SUGGESTIVE: "Suggestive",
+    VERDICT_UNRESOLVED: "Unresolved",
+    VERDICT_NOT_REPRODUCED: "Not reproduced",
+    VERDICT_CONTRADICTED: "Contradicted",
+    VERDICT_UNTESTABLE: "Untestable",
+    VERDICT_BIMODAL: "Bimodal",
+}
+BASELINE_DISPLAY_NAMES: dict[str, str] = {
+    "untrained": "Untrained encoder",
+    "random": "Random encoder",
+}
+
+# --- private constants --------------------------------------------------------------
+
+_ESCAPES: dict[str, str] = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "#": r"\#",
+    "^": r"\textasciicircum{}",
+    "_": r"\_",
+    "%": r"\%",
+    "~": r"\textasciitilde{}",
+}
+#: Code points below this, and DEL, are control characters.
+_FIRST_PRINTABLE = 32
+_DELETE = 127
+# One translation table, so each input character is looked up exactly once and
+# a replacement is never escaped again. Control characters (CR, LF, TAB ...)
+# become a space: a blank line inside a tabular cell breaks compilation.
+_TRANSLATION = str.maketrans(
+    {
+        **{chr(code): " " for code in (*range(_FIRST_PRINTABLE), _DELETE)},
+        **_ESCAPES,
+    }
+)
+
+#: Characters that may not open a body line: after ``\\`` or a booktabs rule,
+#: LaTeX reads a leading ``[`` as an optional length and a leading ``*`` as the
+#: star form, so a model called ``[x]`` would break compilation.
+_LOOKAHEAD_CHARACTERS = ("[", "*")
+_LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9]")
+_RESULTS_LABEL_PREFIX = "tab:seed_"
+_DEFAULT_RESULTS_METRICS = ("f1", "precision", "recall")
+#: The conventional significance threshold the Kendall floor note compares to.
+_NOMINAL_ALPHA = 0.05
+_TAU_DIGITS = 2
+_FRACTION_DIGITS = 2
+_VALUE_DIGITS = 3
+_P_DIGITS = 3
+#: Decimals kept by ``_percent`` before formatting; absorbs float noise (0.95 * 100).
+_PERCENT_ROUNDING = 6
+_FLIP_N_COLUMNS = 6
+_DAGGER = r"^{\dagger}"
+_FALSE_STRINGS = frozenset({"false", "0"})
+_COMPILE_JOBNAME = "table"
+_LOG_TAIL_LINES = 20
+_ERROR_CONTEXT_LINES = 3
+
+_RESULTS_COLUMNS = ("dataset", "model", "metric", "mean", "lower_ci", "upper_ci", "n")
+_DISTRIBUTION_COLUMNS = (
+    "dataset",
+    "model",
+    "n_seeds",
+    "n_models",
+    "mode_rank",
+    "mode_fraction",
+    "top1_fraction",
+    "mean_value",
+    "std_value",
+)
+_TAU_COLUMNS = (
+    "dataset",
+    "n_models",
+    "n_seeds",
+    "n_pairs",
+    "tau_mean",
+    "tau_min",
+    "tau_max",
+    "min_attainable_p",
+)
+_FLIP_REQUIRED = (
+    "model_a",
+    "model_b",
+    "dataset_1",
+    "dataset_2",
+    "mean_1",
+    "lower_1",
+    "upper_1",
+    "mean_2",
+    "lower_2",
+    "upper_2",
+    "wins_1",
+    "n_1",
+    "verdict",
+)
+_INVALID_STEM_CHARACTERS = ("/", "\\", "\0")
+_RESERVED_STEMS = ("", ".", "..")
+_TABLE_SUFFIX = ".tex"
+
+
+# --- private helpers ------------------------------------------------------------------
+
+
+def _finite_float(value: Any) -> float | None:
+    """``value`` as a finite Python float, or None when missing or not a number."""
+    if value is None or isinstance(value, str):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _is_missing(value: Any) -> bool:
+    """True for None, NaN and ``pandas.NA``: a key that cannot name anything."""
+    if value is None or isinstance(value, str):
+        return value is None
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _int_cell(value: Any) -> str:
+    """A count as an integer, or :data:`MISSING_CELL`."""
+    number = _finite_float(value)
+    return MISSING_CELL if number is None else str(round(number))
+
+
+def _percent(level: float) -> str:
+    """``level`` as a LaTeX percentage: 0.95 -> ``95\\%``, 0.975 -> ``97.5\\%``."""
+    return format(round(100 * level, _PERCENT_ROUNDING), "g") + r"\%"
+
+
+def _number(value: Any, digits: int) -> str:
+    """``$<value with digits decimals>$`` (math mode sets minus signs), or a dash."""
+    number = _finite_float(value)
+    if number is None:
+        return MISSING_CELL
+    return f"${number:.{digits}f}$"
+
+
+def _interval_cell(
+    mean: Any,
+    lower: Any,
+    upper: Any,
+    marker: str = "",
+    precision: int = DEFAULT_PRECISION,
+) -> str:
+    """A signed difference with its interval, e.g. ``$+0.040$ {\\scriptsize $[...]$}``.
+
+    Differences always carry an explicit sign, because the sign is the finding.
+    The interval is left out unless both bounds are finite.
+    """
+    point = _finite_float(mean)
+    if point is None:
+        return MISSING_CELL
+    cell = f"${point:+.{precision}f}{marker}$"
+    low, high = _finite_float(lower), _finite_float(upper)
+    if low is not None and high is not None:
+        cell += rf" {{\scriptsize $[{low:+.{precision}f}, {high:+.{precision}f}]$}}"
+    return cell
+
+
+def _note_rows(notes: Iterable[str], n_columns: int) -> list[str]:
+    """One full-width body line per note; notes are LaTeX already and not escaped.
+
+    An ``l`` cell does not wrap, so long sentences arrive as several notes.
+    """
+    return [rf"\multicolumn{{{n_columns}}}{{l}}{{{note}}} \\" for note in notes]
+
+
+def _tau_floor_notes(taus: pd.DataFrame | None) -> list[str]:
+    """One note per distinct model count on the smallest attainable Kendall p.
+
+    With three models there are only 3! = 6 orderings, so no coefficient can be
+    significant however stable the ranking; the note says so instead of letting
+    a reader look for a p-value that cannot exist.
+    """
+    if taus is None or len(taus) == 0:
+        return []
+    _require_columns(taus, ("n_models", "min_attainable_p"), "taus")
+    floors: dict[int, float] = {}
+    for n_models, p_value in zip(taus["n_models"], taus["min_attainable_p"], strict=True):
+        models, p = _finite_float(n_models), _finite_float(p_value)
+        if models is not None and p is not None:
+            floors.setdefault(round(models), p)
+    notes = []
+    for models in sorted(floors):
+        p = floors[models]
+        note = (
+            rf"With $|M|={models}$ models the smallest attainable two-sided $p$ is "
+            f"{p:.{_P_DIGITS}f}"
+        )
+        if p >= _NOMINAL_ALPHA:
+            note += rf", so no coefficient can reach $p<{_NOMINAL_ALPHA:g}$."
+        else:
+            note += "."
+        notes.append(note)
+    return notes
+
+
+def _wrap_table(
+    body: Sequence[str],
+    column_spec: str,
+    caption: str,
+    label: str,
+    size: str | None = r"\small",
+) -> str:
+    """The full ``table`` environment, caption above the tabular as booktabs expects."""
+    lines = [r"\begin{table}[t]", r"\centering"]
+    if size is not None:
+        lines.append(size)
+    lines += [
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label}}}",
+        rf"\begin{{tabular}}{{{column_spec}}}",
+        r"\toprule",
+        *body,
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _row(cells: Sequence[str]) -> str:
+    r"""Join cells into one body line ending in ``\\``.
+
+    A first cell opening with ``[`` or ``*`` (after any spaces, which LaTeX's
+    look-ahead skips) is shielded by ``{}`` so that the preceding ``\\`` or
+    rule does not swallow it as an argument.
+    """
+    first = cells[0]
+    if first.lstrip().startswith(_LOOKAHEAD_CHARACTERS):
+        first = "{}" + first
+    return " & ".join([first, *cells[1:]]) + r" \\"
+
+
+def _require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
+    """Raise ``ValueError`` naming the columns a non-empty ``frame`` lacks."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
+    if len(frame) == 0:
+        return
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{what} lacks column(s) {', '.join(missing)}; "
+            f"it has {', '.join(map(str, frame.columns))}"
+        )
+
+
+def _records(frame: pd.DataFrame, keys: Sequence[str], what: str) -> list[dict[str, Any]]:
+    """The frame's rows as dicts, without rows whose key columns are missing."""
+    if len(frame) == 0:
+        return []
+    records = frame.to_dict("records")
+    kept = [row for row in records if not any(_is_missing(row[key]) for key in keys)]
+    dropped = len(records) - len(kept)
+    if dropped:
+        logger.warning("%s: left out %d row(s) with a missing %s", what, dropped, " or ".join(keys))
+    return kept
+
+
+def _sort_by_value(
+    rows: Iterable[_Row],
+    value: Callable[[_Row], Any],
+    name: Callable[[_Row], str],
+    metric: str,
+) -> list[_Row]:
+    """Best first by ``value(row)`` (ascending for LOWER_IS_BETTER), NaN last, then name."""
+    sign = 1.0 if str(metric) in LOWER_IS_BETTER else -1.0
+
+    def key(row: _Row) -> tuple[bool, float, str]:
+        number = _finite_float(value(row))
+        return (number is None, 0.0 if number is None else sign * number, name(row))
+
+    return sorted(rows, key=key)
+
+
+def _display_verdict(verdict: Any) -> str:
+    if _is_missing(verdict):
+        return MISSING_CELL
+    return VERDICT_DISPLAY_NAMES.get(str(verdict)) or escape_latex(verdict)
+
+
+def _is_false(value: Any) -> bool:
+    """True only for an explicit False (bool, numpy bool, or its CSV spelling)."""
+    if isinstance(value, str):
+        return value.strip().lower() in _FALSE_STRINGS
+    if _is_missing(value):
+        return False
+    try:
+        return not bool(value)
+    except (TypeError, ValueError):
+        return False
+
+
+def _names(names: str | Sequence[str] | None) -> list[str]:
+    """A bare string counts as one name."""
+    if names is None:
+        return []
+    if isinstance(names, str):
+        return [names]
+    return [str(name) for name in names]
+
+
+# --- escaping and display names ---------------------------------------------------------
+
+
+def escape_latex(text: str) -> str:
+    r"""Make any text safe to place in a tabular cell.
+
+    Applies ``str()`` and then one translation pass over the ten LaTeX special
+    characters (``\ { } $ & # ^ _ % ~``); control characters (code point below
+    32, or 127) become a space. Each character is looked up once, so a
+    replacement is never escaped again. Characters outside ASCII pass through
+    unchanged and need an engine that can typeset them.
+
+    Example:
+        >>> escape_latex(r"C:\a_{1} 50%")
+        'C:\\textbackslash{}a\\_\\{1\\} 50\\%'
+    """
+    return str(text).translate(_TRANSLATION)
+
+
+def display_model(name: str) -> str:
+    """The manuscript name of a model, or the escaped name when it has none."""
+    key = str(name)
+    return MODEL_DISPLAY_NAMES.get(key) or escape_latex(key)
+
+
+def display_dataset(name: str) -> str:
+    """The manuscript name of a dataset, or the escaped name when it has none."""
+    key = str(name)
+    return DATASET_DISPLAY_NAMES.get(key) or escape_latex(key)
+
+
+def display_metric(name: str) -> str:
+    """The manuscript name of a metric, or the escaped name when it has none."""
+    key = str(name)
+    return METRIC_DISPLAY_NAMES.get(key) or escape_latex(key)
+
+
+# --- cells -------------------------------------------------------------------------------
+
+
+def format_cell(
+    mean: float,
+    lower: float,
+    upper: float,
+    n: int = 0,
+    precision: int = DEFAULT_PRECISION,
+) -> str:
+    r"""A mean with its interval: ``$0.810$ {\scriptsize [0.790, 0.830]}``.
+
+    Args:
+        mean: The point estimate; None or non-finite gives :data:`MISSING_CELL`.
+        lower: Lower interval bound.
+        upper: Upper interval bound.
+        n: Number of values behind the mean. ``1`` shows the mean alone (one
+            run carries no dispersion); ``0`` means unknown and keeps the
+            interval.
+        precision: Decimals, fixed point as Python formats them.
+
+    Returns:
+        The cell text. The interval is left out when either bound is None or
+        non-finite.
+
+    Raises:
+        TypeError: ``precision`` is a bool or not an integer.
+        ValueError: ``precision`` is negative.
+    """
+    digits = _check_non_negative_count("precision", precision)
+    point = _finite_float(mean)
+    if point is None:
+        return MISSING_CELL
+    cell = f"${point:.{digits}f}$"
+    low, high = _finite_float(lower), _finite_float(upper)
+    if _finite_float(n) == 1 or low is None or high is None:
+        return cell
+    return cell + rf" {{\scriptsize [{low:.{digits}f}, {high:.{digits}f}]}}"
+
+
+# --- results table -----------------------------------------------------------------------
+
+
+def _default_results_label(dataset: str) -> str:
+    return _RESULTS_LABEL_PREFIX + _LABEL_UNSAFE.sub("_", str(dataset))
+
+
+def _results_caption(dataset: str, confidence_level: float, split_description: str) -> str:
+    return (
+        rf"{display_dataset(dataset)}: means over $n$ random seeds. "
+        rf"Each seed redraws the {escape_latex(split_description)} and reinitialises "
+        rf"the weights; brackets are two-sided {_percent(confidence_level)} Student-$t$ "
+        r"intervals over that combined variation. Each interval is a within-corpus "
+        r"statement, not a generalisation interval."
+    )
+
+
+def results_table(
+    aggregated: pd.DataFrame,
+    dataset: str,
+    metrics: Sequence[str] = _DEFAULT_RESULTS_METRICS,
+    label: str | None = None,
+    precision: int = DEFAULT_PRECISION,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    split_description: str = SPLIT_DESCRIPTION,
+) -> str:
+    r"""Per-dataset table of multi-seed means and Student-t intervals.
+
+    Args:
+        aggregated: Output of ``aggregate_runs``: needs ``dataset``, ``model``,
+            ``metric``, ``mean``, ``lower_ci``, ``upper_ci`` and ``n``;
+            ``averaging`` is optional and feeds the averaging note.
+        dataset: The dataset whose rows are shown.
+        metrics: Columns of the table, in order (a bare string is one metric).
+            Rows are ranked by ``metrics[0]``.
+        label: ``\label``; default ``tab:seed_`` + the dataset with every
+            character outside ``[A-Za-z0-9]`` replaced by ``_``. A caller's
+            label is used verbatim.
+        precision: Decimals of means and bounds.
+        confidence_level: Coverage stated in the caption (the intervals were
+            computed upstream at this level).
+        split_description: What one seed redraws, as plain text (escaped).
+
+    Returns:
+        The table. Models with a ``metrics[0]`` row come first, best mean first
+        (ascending for a LOWER_IS_BETTER metric), NaN means last, ties by name;
+        models with only other displayed metrics follow by name. A model's
+        ``n`` is that of ``metrics[0]``, or failing that of the first metric
+        it has. A dataset without rows gives the header and notes only.
+
+    Raises:
+        ValueError: Invalid ``confidence_level``, empty ``metrics``, negative
+            ``precision`` or a missing column.
+    """
+    _check_confidence_level(confidence_level)
+    metric_names = _names(metrics)
+    if not metric_names:
+        raise ValueError("metrics must name at least one metric, got an empty sequence")
+    digits = _check_non_negative_count("precision", precision)
+    _require_columns(aggregated, _RESULTS_COLUMNS, "aggregated")
+
+    records = _records(aggregated, ("dataset", "model", "metric"), "results_table")
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    duplicates = 0
+    for row in records:
+        if str(row["dataset"]) != str(dataset) or str(row["metric"]) not in metric_names:
+            continue
+        by_metric = cells.setdefault(str(row["model"]), {})
+        duplicates += str(row["metric"]) in by_metric
+        by_metric.setdefault(str(row["metric"]), row)
+    if duplicates:
+        logger.warning(
+            "results_table: %d repeated (model, metric) row(s) on %s; the first of each is shown",
+            duplicates,
+            dataset,
+        )
+
+    lead = metric_names[0]
+    ranked = _sort_by_value(
+        (model for model in cells if lead in cells[model]),
+        lambda model: cells[model][lead]["mean"],
+        lambda model: model,
+        lead,
+    )
+    ordered = ranked + sorted(model for model in cells if lead not in cells[model])
+
+    n_columns = len(metric_names) + 2
+    body = [_row(["Model", *(display_metric(m) for m in metric_names), "$n$"]), r"\midrule"]
+    averaging: set[str] = set()
+    for model in ordered:
+        row_cells = [display_model(model)]
+        for metric in metric_names:
+            entry = cells[model].get(metric)
+            if entry is None:
+                row_cells.append(MISSING_CELL)
+                continue
+            row_cells.append(
+                format_cell(entry["mean"], entry["lower_ci"], entry["upper_ci"], entry["n"], digits)
+            )
+            mode = entry.get("averaging")
+            if not _is_missing(mode):
+                averaging.add(str(mode))
+        shown = next(cells[model][m] for m in metric_names if m in cells[model])
+        row_cells.append(_int_cell(shown["n"]))
+        body.append(_row(row_cells))
+
+    notes = [
+        "Intervals describe how much each model moves when the split and the",
+        "initialisation are redrawn; they are not a pairwise test between models.",
+    ]
+    if averaging:
+        notes.append(f"Averaging: {', '.join(escape_latex(m) for m in sorted(averaging))}.")
+    body += [r"\midrule", *_note_rows(notes, n_columns)]
+    return _wrap_table(
+        body,
+        "l" + "c" * (len(metric_names) + 1),
+        _results_caption(dataset, confidence_level, split_description),
+        _default_results_label(dataset) if label is None else label,
+    )
+
+
+# --- rank distribution table ----------------------------------------------------------------
+
+
+def _max_count(values: Iterable[Any]) -> int:
+    finite = [number for number in map(_finite_float, values) if number is not None]
+    return round(max(finite)) if finite else 0
+
+
+def _mode_cell(row: Mapping[str, Any]) -> str:
+    mode, fraction, seeds = (
+        _finite_float(row["mode_rank"]),
+        _finite_float(row["mode_fraction"]),
+        _finite_float(row["n_seeds"]),
+    )
+    if mode is None or fraction is None or seeds is None:
+        return MISSING_CELL
+    return f"{round(mode)} ({round(fraction * seeds)}/{round(seeds)})"
+
+
+def _mean_sd_cell(mean: Any, std: Any) -> str:
+    point = _finite_float(mean)
+    if point is None:
+        return MISSING_CELL
+    cell = f"${point:.{_VALUE_DIGITS}f}$"
+    spread = _finite_float(std)
+    if spread is not None:
+        cell += rf" $\pm$ {spread:.{_VALUE_DIGITS}f}"
+    return cell
+
+
+def _tau_cell(mean: Any, low: Any, high: Any) -> str:
+    point = _finite_float(mean)
+    if point is None:
+        return MISSING_CELL
+    cell = f"${point:.{_TAU_DIGITS}f}$"
+    low_value, high_value = _finite_float(low), _finite_float(high)
+    if low_value is not None and high_value is not None:
+        cell += f" $[{low_value:.{_TAU_DIGITS}f}, {high_value:.{_TAU_DIGITS}f}]$"
+    return cell
+
+
+def _tau_summary_note(taus: pd.DataFrame | None) -> list[str]:
+    """The one-line Kendall summary under the rank table, or nothing."""
+    if taus is None or len(taus) == 0:
+        return []
+    _require_columns(taus, _TAU_COLUMNS, "taus")
+    parts = [
+        f"{display_dataset(row['dataset'])} "
+        + _tau_cell(row["tau_mean"], row["tau_min"], row["tau_max"])
+        for row in _records(taus, ("dataset",), "rank_distribution_table")
+        if _finite_float(row["tau_mean"]) is not None
+    ]
+    if not parts:
+        return []
+    return [r"Kendall $\bar\tau_b$ over all seed-pair rankings: " + "; ".join(parts) + "."]
+
+
+def rank_distribution_table(
+    distribution: pd.DataFrame,
+    taus: pd.DataFrame | None = None,
+    label: str = "tab:rank_distribution",
+    metric: str = "f1",
+) -> str:
+    r"""How often each model attained each rank within its dataset, over seeds.
+
+    Args:
+        distribution: Output of ``rank_distribution``: needs ``dataset``,
+            ``model``, ``n_seeds``, ``n_models``, ``mode_rank``,
+            ``mode_fraction``, ``top1_fraction``, ``mean_value`` and
+            ``std_value``; ``rank_1`` ... ``rank_K`` where present (an absent
+            or NaN count shows a dash).
+        taus: Optional output of ``tau_summary`` for the Kendall notes.
+        label: ``\label`` of the table.
+        metric: The ranked metric, for the header, caption and row direction.
+
+    Returns:
+        The table, in ``\scriptsize``: one block per dataset (sorted), models by
+        ``mean_value`` best first (ascending for LOWER_IS_BETTER), NaN last,
+        ties by name. Empty input gives the header and notes only.
+
+    Raises:
+        ValueError: A required column is missing.
+    """
+    _require_columns(distribution, _DISTRIBUTION_COLUMNS, "distribution")
+    if taus is not None:
+        _require_columns(taus, _TAU_COLUMNS, "taus")
+    records = _records(distribution, ("dataset", "model"), "rank_distribution_table")
+    n_ranks = _max_count(row["n_models"] for row in records)
+    n_columns = n_ranks + 4
+    rank_columns = [f"rank_{k}" for k in range(1, n_ranks + 1)]
+    header = [
+        "Model",
+        *(f"R{k}" for k in range(1, n_ranks + 1)),
+        "Mode",
+        "Top-1",
+        rf"{display_metric(metric)} (mean $\pm$ sd)",
+    ]
+    body = [_row(header)]
+
+    blocks: dict[str, list[dict[str, Any]]] = {}
+    for row in records:
+        blocks.setdefault(str(row["dataset"]), []).append(row)
+    for dataset in sorted(blocks):
+        block = blocks[dataset]
+        models = _max_count(row["n_models"] for row in block)
+        seeds = _max_count(row["n_seeds"] for row in block)
+        body += [
+            r"\midrule",
+            rf"\multicolumn{{{n_columns}}}{{l}}{{\textit{{{display_dataset(dataset)}}} "
+            rf"({models} models, {seeds} seeds)}} \\",
+        ]
+        ordered = _sort_by_value(
+            block, lambda row: row["mean_value"], lambda row: str(row["model"]), metric
+        )
+        for row in ordered:
+            top1 = _finite_float(row["top1_fraction"])
+            body.append(
+                _row(
+                    [
+                        display_model(row["model"]),
+                        *(_int_cell(row.get(column)) for column in rank_columns),
+                        _mode_cell(row),
+                        MISSING_CELL if top1 is None else f"{top1:.{_FRACTION_DIGITS}f}",
+                        _mean_sd_cell(row["mean_value"], row["std_value"]),
+                    ]
+                )
+            )
+
+    notes = [
+        "Ties share the better rank, so a rank column may over-fill.",
+        *_tau_summary_note(taus),
+        *_tau_floor_notes(taus),
+    ]
+    body += [r"\midrule", *_note_rows(notes, n_columns)]
+    caption = (
+        rf"Distribution of {display_metric(metric)} ranks over random seeds. Each cell "
+        r"counts the seeds in which the model attained that rank within its dataset "
+        r"(rank 1 = best); rows sum to the seed count. Dashes mark ranks that cannot "
+        r"occur because fewer models were trained on that dataset."
+    )
+    return _wrap_table(body, "l" + "c" * (n_columns - 1), caption, label, size=r"\scriptsize")
+
+
+# --- flip survival table ---------------------------------------------------------------------
+
+_VERDICT_NOTES = (
+    rf"Supported: both intervals exclude zero with opposite signs, over at least "
+    rf"{MIN_SEEDS_FOR_CLAIM} shared seeds.",
+    rf"Suggestive: both intervals exclude zero with opposite signs, but fewer than "
+    rf"{MIN_SEEDS_FOR_CLAIM} shared seeds.",
+    "Unresolved: the means have opposite signs, but an interval includes zero.",
+    "Not reproduced: the means have the same sign, and an interval includes zero.",
+    "Contradicted: both intervals exclude zero with the same sign.",
+    "Bimodal: a model's per-seed scores split into separated clusters; not tested.",
+    "Untestable: too few test units or shared seeds, or an undefined interval.",
+)
+_DAGGER_NOTES = (
+    r"$^{\dagger}$ Differences of differently averaged scores: their magnitudes",
+    r"cannot be compared, and only their signs enter the test.",
+)
+
+
+def _flip_family(flips: pd.DataFrame) -> str:
+    """The FDR family named by the first row, testable when absent."""
+    if len(flips) == 0 or "fdr_family" not in flips.columns:
+        return FDR_FAMILY_TESTABLE
+    family = flips["fdr_family"].iloc[0]
+    if _is_missing(family) or str(family) not in (FDR_FAMILY_TESTABLE, FDR_FAMILY_SIGNIFICANT):
+        logger.warning(
+            "flip_survival_table: unknown fdr_family %r; the caption describes the testable family",
+            family,
+        )
+        return FDR_FAMILY_TESTABLE
+    return str(family)
+
+
+def _flip_caption(
+    metric: str,
+    confidence_level: float,
+    correction: str,
+    family: str,
+    split_description: str,
+) -> str:
+    metric_name = display_metric(metric)
+    if correction == NADEAU_BENGIO:
+        error = (
+            "its standard error carries the Nadeau--Bengio correction for training-set "
+            "overlap between seeds"
+        )
+    else:
+        error = "its standard error is the uncorrected standard error of the mean"
+    if family == FDR_FAMILY_SIGNIFICANT:
+        scope = "over the comparisons whose verdict is supported, suggestive or contradicted"
+    else:
+        scope = "over every testable comparison"
+    return (
+        rf"Cross-dataset ranking reversals in {metric_name} that survive seed variance. "
+        rf"Each row compares two architectures $A$ and $B$ on two datasets "
+        rf"$D_1 \rightarrow D_2$ over $n$ shared random seeds; every seed redraws the "
+        rf"{escape_latex(split_description)} and reinitialises the weights. "
+        rf"$\Delta_i$ is the mean paired per-seed difference ($A-B$) in {metric_name} on "
+        rf"$D_i$, with a two-sided {_percent(confidence_level)} Student-$t$ interval; "
+        rf"{error}. $k/n$ counts the seeds in which $A$'s score exceeded $B$'s on $D_1$. "
+        r"A reversal is supported only when both intervals exclude zero with opposite "
+        r"signs (an intersection--union test); $p$ is the larger component $p$-value "
+        r"and an upper bound, and $p_{\mathrm{BY}}$ is its Benjamini--Yekutieli "
+        rf"adjustment {scope}. Supported needs at least {MIN_SEEDS_FOR_CLAIM} shared "
+        r"seeds (suggestive: the same pattern over fewer); unresolved, not reproduced "
+        r"and contradicted fail the test; bimodal is a verdict of its own, for per-seed "
+        r"scores that split into clusters; untestable rows lack test units, seeds or a "
+        r"defined interval. All comparisons in the grid are exploratory."
+    )
+
+
+def _wins_cell(wins: Any, n: Any) -> str:
+    total, won = _finite_float(n), _finite_float(wins)
+    if total is None or total == 0 or won is None:
+        return MISSING_CELL
+    return f"{round(won)}/{round(total)}"
+
+
+def flip_survival_table(
+    flips: pd.DataFrame,
+    label: str = "tab:flip_survival",
+    metric: str = "f1",
+    exclusions: Sequence[str] | None = None,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    correction: str = NADEAU_BENGIO,
+    split_description: str = SPLIT_DESCRIPTION,
+) -> str:
+    r"""The headline table: which cross-dataset ranking reversals survive seeds.
+
+    Args:
+        flips: Output of ``all_flip_tests``: needs ``model_a``, ``model_b``,
+            ``dataset_1``, ``dataset_2``, ``mean_1``, ``lower_1``, ``upper_1``,
+            ``mean_2``, ``lower_2``, ``upper_2``, ``wins_1``, ``n_1`` and
+            ``verdict``. ``p_adjusted`` (dash when absent),
+            ``comparable_magnitudes`` (comparable when absent) and
+            ``fdr_family`` (testable when absent) are optional.
+        label: ``\label`` of the table.
+        metric: The compared metric, for the caption.
+        exclusions: Filters applied upstream (a bare string is one); listed in
+            a ``Restricted to:`` note.
+        confidence_level: Coverage of the intervals, shown in the header.
+        correction: ``"nadeau-bengio"`` or ``"none"``, described in the caption.
+        split_description: What one seed redraws, as plain text (escaped).
+
+    Returns:
+        The table: one block per (``dataset_1``, ``dataset_2``), sorted, rows in
+        frame order. A difference of differently averaged scores carries a
+        dagger. Empty input gives the header and notes only.
+
+    Raises:
+        ValueError: Invalid ``confidence_level`` or ``correction``, or a
+            missing column.
+    """
+    _check_confidence_level(confidence_level)
+    _check_correction(correction)
+    _require_columns(flips, _FLIP_REQUIRED, "flips")
+    percent = _percent(confidence_level)
+    header = [
+        r"$A$ vs.\ $B$",
+        rf"$\Delta_1$ [{percent} CI]",
+        "$k/n$",
+        rf"$\Delta_2$ [{percent} CI]",
+        r"$p_{\mathrm{BY}}$",
+        "Verdict",
+    ]
+    body = [_row(header)]
+
+    records = _records(
+        flips, ("model_a", "model_b", "dataset_1", "dataset_2"), "flip_survival_table"
+    )
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in records:
+        groups.setdefault((str(row["dataset_1"]), str(row["dataset_2"])), []).append(row)
+    any_dagger = False
+    for first, second in sorted(groups):
+        body += [
+            r"\midrule",
+            rf"\multicolumn{{{_FLIP_N_COLUMNS}}}{{l}}{{\textit{{{display_dataset(first)} "
+            rf"$\rightarrow$ {display_dataset(second)}}}}} \\",
+        ]
+        for row in groups[(first, second)]:
+            marker = _DAGGER if _is_false(row.get("comparable_magnitudes")) else ""
+            any_dagger = any_dagger or bool(marker)
+            body.append(
+                _row(
+                    [
+                        f"{display_model(row['model_a'])} / {display_model(row['model_b'])}",
+                        _interval_cell(row["mean_1"], row["lower_1"], row["upper_1"], marker),
+                        _wins_cell(row["wins_1"], row["n_1"]),
+                        _interval_cell(row["mean_2"], row["lower_2"], row["upper_2"], marker),
+                        _number(row.get("p_adjusted"), _P_DIGITS),
+                        _display_verdict(row["verdict"]),
+                    ]
+                )
+            )
+
+    notes = list(_VERDICT_NOTES)
+    if any_dagger:
+        notes += _DAGGER_NOTES
+    restricted = _names(exclusions)
+    if restricted:
+        notes.append(f"Restricted to: {', '.join(escape_latex(item) for item in restricted)}.")
+    body += [r"\midrule", *_note_rows(notes, _FLIP_N_COLUMNS)]
+    caption = _flip_caption(
+        metric, confidence_level, correction, _flip_family(flips), split_description
+    )
+    return _wrap_table(body, "lccccl", caption, label)
+
+
+# --- Kendall tau table -------------------------------------------------------------------------
+
+
+def tau_table(taus: pd.DataFrame, label: str = "tab:kendall_tau") -> str:
+    r"""Supplementary table of Kendall's tau-b between per-seed rankings.
+
+    Args:
+        taus: Output of ``tau_summary``: needs ``dataset``, ``n_models``,
+            ``n_seeds``, ``n_pairs``, ``tau_mean``, ``tau_min``, ``tau_max``
+            and ``min_attainable_p``. Rows are shown in frame order.
+        label: ``\label`` of the table.
+
+    Returns:
+        The table. The coefficients are descriptive: they share seeds, so no
+        interval, p-value or pooled test is given. Empty input gives the header
+        and notes only.
+
+    Raises:
+        ValueError: A required column is missing.
+    """
+    _require_columns(taus, _TAU_COLUMNS, "taus")
+    header = [
+        "Dataset",
+        "$|M|$",
+        "Seeds",
+        "Pairs",
+        r"$\bar\tau_b$ [min, max]",
+        r"$p_{\min}$",
+    ]
+    body = [_row(header), r"\midrule"]
+    for row in _records(taus, ("dataset",), "tau_table"):
+        body.append(
+            _row(
+                [
+                    display_dataset(row["dataset"]),
+                    _int_cell(row["n_models"]),
+                    _int_cell(row["n_seeds"]),
+                    _int_cell(row["n_pairs"]),
+                    _tau_cell(row["tau_mean"], row["tau_min"], row["tau_max"]),
+                    _number(row["min_attainable_p"], _P_DIGITS),
+                ]
+            )
+        )
+    notes = [
+        r"$p_{\min}=2/|M|!$ is the smallest two-sided $p$ the exact permutation null can attain;",
+        "no $p$-values are reported and the coefficients are descriptive only.",
+        *_tau_floor_notes(taus),
+    ]
+    body += [r"\midrule", *_note_rows(notes, len(header))]
+    caption = (
+        r"Kendall $\tau_b$ between per-seed rankings, over every pair of seeds within "
+        r"each dataset. The coefficients share seeds and are mutually dependent, so no "
+        r"interval or pooled test is given."
+    )
+    return _wrap_table(body, "lccccc", caption, label)
+
+
+# --- transfer matrix table -----------------------------------------------------------------------
+
+
+def _source_name(source: Any) -> str:
+    key = str(source)
+    return BASELINE_DISPLAY_NAMES.get(key) or display_dataset(key)
+
+
+def transfer_matrix_table(
+    matrix: pd.DataFrame,
+    metric: str = "auroc_macro",
+    baseline_row: str | None = None,
+    label: str = "tab:transfer_matrix",
+    precision: int = DEFAULT_PRECISION,
+) -> str:
+    r"""Cross-dataset linear-probe transfer matrix; one probe score per cell.
+
+    A single probe score has no interval, so no cell is marked as best.
+
+    Args:
+        matrix: ``TransferMatrix.to_frame()``: index = encoder sources (rows),
+            columns = probe targets.
+        metric: The probe metric, for the caption.
+        baseline_row: Index entry of the baseline encoder (e.g.
+            ``"untrained"``); when present it moves to the top, is followed by
+            a rule and gets a note saying it is the floor for every column.
+        label: ``\label`` of the table.
+        precision: Decimals of each score.
+
+    Returns:
+        The table, rows in index order apart from the baseline.
+
+    Raises:
+        TypeError: ``precision`` is a bool or not an integer.
+        ValueError: ``matrix`` is not a DataFrame, or ``precision`` is negative.
+    """
+    if not isinstance(matrix, pd.DataFrame):
+        raise ValueError(
+            "matrix must be a pandas DataFrame such as TransferMatrix.to_frame(), "
+            f"got {type(matrix).__name__}"
+        )
+    digits = _check_non_negative_count("precision", precision)
+    targets = list(matrix.columns)
+    n_columns = len(targets) + 1
+    body = [_row(["Encoder source", *(display_dataset(t) for t in targets)]), r"\midrule"]
+
+    positions = list(range(len(matrix.index)))
+    baseline = [
+        i
+        for i in positions
+        if baseline_row is not None and str(matrix.index[i]) == str(baseline_row)
+    ]
+    values = matrix.to_numpy(dtype=object)
+    baseline_set = set(baseline)
+    others = [i for i in positions if i not in baseline_set]
+    for i in baseline + others:
+        cells = [_number(value, digits) for value in values[i]]
+        body.append(_row([_source_name(matrix.index[i]), *cells]))
+        if baseline and i == baseline[-1]:
+            body.append(r"\midrule")
+
+    notes = [
+        "Each cell freezes the encoder trained on its row's corpus, embeds the column corpus,",
+        "and fits a standardised logistic probe on that corpus's training split alone.",
+    ]
+    if baseline:
+        notes.append(
+            "The first row probes an untrained (randomly initialised) encoder and is the floor"
+            " for every column."
+        )
+    body += [r"\midrule", *_note_rows(notes, n_columns)]
+    caption = (
+        rf"Cross-dataset transfer: {display_metric(metric)} of a linear probe on a held-out "
+        r"split. Rows are the corpus each frozen encoder was trained on, columns the "
+        r"corpus it was probed on; the diagonal is the in-domain probe. Every corpus is "
+        r"run single-lead at a common sampling rate so that each encoder sees identical "
+        r"input, and the probe head is refitted per column because the label spaces differ."
+    )
+    return _wrap_table(body, "l" + "c" * len(targets), caption, label)
+
+
+# --- files and compilation -----------------------------------------------------------------------
+
+
+def _check_stem(stem: Any) -> None:
+    if not isinstance(stem, str):
+        raise ValueError(f"table names must be strings, got {stem!r}")
+    if stem in _RESERVED_STEMS or any(c in stem for c in _INVALID_STEM_CHARACTERS):
+        raise ValueError(
+            f"invalid table name {stem!r}: use a plain file stem without '/', '\\' or NUL, "
+            "other than '', '.' and '..'"
+        )
+
+
+def write_tables(tables: dict[str, str], output_dir: Any) -> list[str]:
+    """Write each table to ``<output_dir>/<stem>.tex``, atomically, as UTF-8.
+
+    Args:
+        tables: Table text by file stem; the text is written unchanged.
+        output_dir: Folder (str or path-like), created with its parents.
+
+    Returns:
+        The written paths as strings, in sorted stem order.
+
+    Raises:
+        ValueError: A stem is empty, ``.`` or ``..``, holds ``/``, ``\\`` or NUL,
+            or a table is not a string; checked before anything is written.
+        OSError: The folder or a file cannot be written.
+    """
+    for stem, text in tables.items():
+        _check_stem(stem)
+        if not isinstance(text, str):
+            raise ValueError(f"table {stem!r} must be a string, got {type(text).__name__}")
+    directory = Path(os.fspath(output_dir))
+    directory.mkdir(parents=True, exist_ok=True)
+    return [
+        str(atomic_write_text(directory / f"{stem}{_TABLE_SUFFIX}", tables[stem]))
+        for stem in sorted(tables)
+    ]
+
+
+def latex_engine() -> str | None:
+    """Path of ``pdflatex`` on ``PATH``, or None when no engine is installed."""
+    return shutil.which("pdflatex")
+
+
+def _standalone_document(table: str) -> str:
+    """``table`` inside the smallest document that loads what the emitters use.
+
+    No font encoding is loaded: T1 without the cm-super fonts makes pdflatex
+    generate bitmap fonts on first use, which is slow and writes a font cache.
+    """
+    return "\n".join(
+        [
+            r"\documentclass{article}",
+            r"\usepackage{booktabs}",
+            r"\begin{document}",
+            table,
+            r"\end{document}",
+            "",
+        ]
+    )
+
+
+def _failure_summary(log: str) -> str:
+    """The LaTeX error lines (``!`` and their context), else the log's last lines."""
+    lines = log.splitlines()
+    errors: list[str] = []
+    for index, line in enumerate(lines):
+        if line.startswith("!"):
+            errors += lines[index : index + _ERROR_CONTEXT_LINES]
+    chosen = errors or lines[-_LOG_TAIL_LINES:]
+    return "\n".join(chosen[:_LOG_TAIL_LINES])
+
+
+def compile_table(
+    table: str,
+    *,
+    engine: str | None = None,
+    timeout: float = 60.0,
+) -> tuple[bool, str]:
+    """Compile one emitted table inside a minimal document, in a temporary folder.
+
+    The engine runs with ``-interaction=nonstopmode -halt-on-error
+    -no-shell-escape``, so a broken table fails fast and a hostile name cannot
+    run commands.
+
+    Args:
+        table: One table as returned by an emitter.
+        engine: Command or path of the engine (``pdflatex``, ``lualatex`` ...);
+            default :func:`latex_engine`.
+        timeout: Seconds before the run is abandoned (reported as a failure).
+
+    Returns:
+        ``(True, "")`` when a PDF was produced, else ``(False, reason)`` with
+        the LaTeX error lines or the log's tail.
+
+    Raises:
+        RuntimeError: No engine is installed, or ``engine`` cannot be found.
+    """
+    command = engine if engine is not None else latex_engine()
+    executable = shutil.which(command) if command is not None else None
+    if executable is None:
+        raise RuntimeError(
+            f"no LaTeX engine found ({command or 'pdflatex'} is not on PATH); "
+            "install TeX Live's pdflatex or pass engine= the path of one"
+        )
+    with tempfile.TemporaryDirectory(prefix="deepecg-latex-") as folder:
+        workdir = Path(folder)
+        source = workdir / f"{_COMPILE_JOBNAME}.tex"
+        source.write_text(_standalone_document(table), encoding="utf-8")
+        try:
+            completed = subprocess.run(
+                [
+                    executable,
+                    "-interaction=nonstopmode",
+                    "-halt-on-error",
+                    "-no-shell-escape",
+                    source.name,
+                ],
+                cwd=workdir,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return False, f"{Path(executable).name} did not finish within {timeout:g} s"
+        except OSError as exc:
+            return False, f"{Path(executable).name} could not run: {exc}"
+        log_file = workdir / f"{_COMPILE_JOBNAME}.log"
+        if log_file.exists():
+            log = log_file.read_text(encoding="utf-8", errors="replace")
+        else:
+            log = completed.stdout.decode("utf-8", errors="replace")
+        if completed.returncode == 0 and (workdir / f"{_COMPILE_JOBNAME}.pdf").exists():
+            return True, ""
+        reason = _failure_summary(log)
+        return False, f"{Path(executable).name} exited with {completed.returncode}:\n{reason}"

@@ -1,0 +1,55 @@
+"""Fixtures shared across the test suite: small run corpora with known answers."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from deepecgkit.analysis.aggregation import discover_runs, reconcile_averaging, runs_to_frame
+from deepecgkit.analysis.synthetic import SplitSizes, write_run_directory
+
+#: F1 by seed of the worked example (analysis.md section 8).
+WORKED_EXAMPLE_F1 = {
+    ("afib", "cnn"): (0.80, 0.82, 0.79, 0.81, 0.83),
+    ("afib", "lstm"): (0.70, 0.74, 0.72, 0.71, 0.73),
+    ("afib", "resnet"): (0.76, 0.78, 0.76, 0.77, 0.78),
+    ("ptbxl", "cnn"): (0.60, 0.62, 0.61, 0.59, 0.63),
+    ("ptbxl", "lstm"): (0.64, 0.63, 0.66, 0.62, 0.65),
+    ("ptbxl", "resnet"): (0.66, 0.67, 0.65, 0.66, 0.68),
+}
+WORKED_EXAMPLE_SIZES = SplitSizes(n_train=800, n_val=100, n_test=200, n_test_groups=180)
+
+
+def write_worked_example(root: Path) -> Path:
+    """Write the 30 run directories of the worked example under ``root/runs``."""
+    runs = root / "runs"
+    for (dataset, model), scores in WORKED_EXAMPLE_F1.items():
+        for seed, score in enumerate(scores):
+            write_run_directory(
+                runs / f"{model}_{dataset}_seed{seed}",
+                model=model,
+                dataset=dataset,
+                metrics={"f1": score},
+                seed=seed,
+                split_sizes=WORKED_EXAMPLE_SIZES,
+            )
+    return runs
+
+
+@pytest.fixture(scope="session")
+def worked_example_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Folder holding the worked example's run directories (read-only for tests)."""
+    return write_worked_example(tmp_path_factory.mktemp("worked"))
+
+
+@pytest.fixture(scope="session")
+def worked_example_frame(worked_example_root: Path) -> pd.DataFrame:
+    """The worked example as a reconciled long runs frame."""
+    records, _ = discover_runs([worked_example_root])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame, _ = reconcile_averaging(runs_to_frame(records))
+    return frame
