@@ -77,6 +77,7 @@ __all__ = [
     "display_metric",
     "display_model",
     "escape_latex",
+    "file_stems",
     "flip_survival_table",
     "format_cell",
     "latex_engine",
@@ -1144,6 +1145,28 @@ def write_tables(tables: dict[str, str], output_dir: Any) -> list[str]:
         str(atomic_write_text(directory / f"{stem}{_TABLE_SUFFIX}", tables[stem]))
         for stem in sorted(tables)
     ]
+
+
+_UNSAFE_STEM_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def file_stems(names: Iterable[str]) -> dict[str, str]:
+    """A file-name stem per name: characters outside ``[A-Za-z0-9_-]`` become ``_``.
+
+    Names are taken in sorted order; two names that map to the same stem
+    (``a b`` and ``a_b``) get ``_2``, ``_3`` ... appended, so no table
+    silently overwrites another.
+    """
+    stems: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in sorted({str(n) for n in names}):
+        stem = _UNSAFE_STEM_CHARS.sub("_", name) or "_"
+        candidate, counter = stem, 2
+        while candidate in taken:
+            candidate, counter = f"{stem}_{counter}", counter + 1
+        taken.add(candidate)
+        stems[name] = candidate
+    return stems
 
 
 def latex_engine() -> str | None:

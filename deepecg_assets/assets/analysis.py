@@ -1,0 +1,112 @@
+"""Analysis assets: per-seed aggregates, rank distributions, Kendall tau, flips, claims."""
+
+import json
+import math
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from deepecg_assets.assets.discovery import EAGER
+from deepecg_assets.resources import AnalysisSettings
+from deepecgkit.analysis.aggregation import aggregate_runs
+from deepecgkit.analysis.constants import VERDICTS
+from deepecgkit.analysis.ranking import (
+    all_flip_tests,
+    evaluate_rank_claim,
+    rank_distribution as rank_distribution_frame,
+    tau_summary as tau_summary_frame,
+)
+
+ANALYSIS_GROUP = "analysis"
+_KINDS = {"pandas", "csv"}
+
+#: Columns of the ``rank_claims`` frame (``components`` holds the flip rows as JSON).
+CLAIM_COLUMNS = [
+    "model",
+    "dataset_best",
+    "dataset_worst",
+    "metric",
+    "verdict",
+    "p_claim",
+    "n_components",
+    "n_supported",
+    "n_supported_in_direction",
+    "n_untestable",
+    "components",
+]
+
+
+def restricted(frame: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
+    """The rows of the configured models and datasets (all rows when unrestricted)."""
+    if analysis.models and len(frame):
+        frame = frame.loc[frame["model"].isin(analysis.models)]
+    if analysis.datasets and len(frame):
+        frame = frame.loc[frame["dataset"].isin(analysis.datasets)]
+    return frame
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def aggregates(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
+    """Per dataset, model and metric: mean, SD and Student-t interval across seeds."""
+    return aggregate_runs(reconciled_runs, analysis.confidence_level)
+
+
+@dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def rank_distribution(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
+    """Per dataset and model: how often each rank was attained over the seeds."""
+    return rank_distribution_frame(restricted(reconciled_runs, analysis), analysis.metric)
+
+
+@dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def tau_summary(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
+    """Per dataset: Kendall tau-b between the rankings of every pair of seeds."""
+    return tau_summary_frame(restricted(reconciled_runs, analysis), analysis.metric)
+
+
+@dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.Output:
+    """Every cross-dataset flip test, with its Benjamini-Yekutieli adjusted p-value."""
+    flips = all_flip_tests(
+        reconciled_runs,
+        analysis.metric,
+        analysis.confidence_level,
+        analysis.correction,
+        models=analysis.models,
+        datasets=analysis.datasets,
+        min_test_groups=analysis.min_test_groups,
+        fdr_family=analysis.fdr_family,
+    )
+    counts = flips["verdict"].value_counts() if len(flips) else pd.Series(dtype=int)
+    metadata: dict[str, Any] = {f"verdict_{v}": int(counts.get(v, 0)) for v in VERDICTS}
+    metadata["fdr_family"] = analysis.fdr_family
+    metadata["fdr_family_size"] = int(flips["fdr_family_size"].iloc[0]) if len(flips) else 0
+    return dg.Output(flips, metadata=metadata)
+
+
+@dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def rank_claims(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
+    """Verdicts for the configured "best on one dataset, worst on another" claims."""
+    rows = []
+    for claim in analysis.claims:
+        result = evaluate_rank_claim(
+            reconciled_runs,
+            claim.model,
+            claim.dataset_best,
+            claim.dataset_worst,
+            analysis.metric,
+            opponents=claim.opponents,
+            confidence_level=analysis.confidence_level,
+            correction=analysis.correction,
+            min_test_groups=analysis.min_test_groups,
+        )
+        components = [{k: _json_value(v) for k, v in c.items()} for c in result["components"]]
+        result["components"] = json.dumps(components)
+        rows.append({column: result[column] for column in CLAIM_COLUMNS})
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)

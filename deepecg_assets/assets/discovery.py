@@ -1,0 +1,192 @@
+"""Discovery assets: which runs exist, their long metrics frame, averaging reconciliation."""
+
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from deepecg_assets.resources import (
+    AnalysisSettings,
+    OutputFolderResource,
+    RunRootError,
+    RunRootsResource,
+)
+from deepecgkit.analysis.aggregation import (
+    DIAGNOSTIC_KEYS,
+    RunRecord,
+    discover_runs,
+    reconcile_averaging,
+    runs_to_frame,
+)
+from deepecgkit.analysis.run_cache import RunCache
+
+DISCOVERY_GROUP = "discovery"
+EAGER = dg.AutomationCondition.eager()
+
+#: Columns of the ``discovered_runs`` frame: the RunRecord fields, metrics as JSON text.
+RECORD_COLUMNS = list(RunRecord._fields)
+
+
+def records_to_frame(records: list[RunRecord]) -> pd.DataFrame:
+    """One row per record; ``metrics`` becomes JSON text so the frame fits a CSV."""
+    rows = []
+    for record in records:
+        row = record._asdict()
+        row["run_dir"] = str(record.run_dir)
+        row["metrics"] = json.dumps(record.metrics)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=RECORD_COLUMNS)
+
+
+def _optional_int(value: Any) -> int | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return int(value)
+
+
+def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
+    """Inverse of :func:`records_to_frame` (as stored and reloaded by the IO manager)."""
+    records = []
+    for row in frame.to_dict("records"):
+        fingerprint = row.get("fingerprint")
+        records.append(
+            RunRecord(
+                run_dir=Path(row["run_dir"]),
+                model=str(row["model"]),
+                dataset=str(row["dataset"]),
+                seed=_optional_int(row["seed"]),
+                multi_label=bool(row["multi_label"]),
+                averaging=str(row["averaging"]),
+                metrics={k: float(v) for k, v in json.loads(row["metrics"]).items()},
+                n_train=_optional_int(row["n_train"]),
+                n_val=_optional_int(row["n_val"]),
+                n_test=_optional_int(row["n_test"]),
+                n_test_groups=_optional_int(row["n_test_groups"]),
+                mtime=float(row["mtime"]),
+                returncode=_optional_int(row["returncode"]),
+                fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
+            )
+        )
+    return records
+
+
+#: Check attached to ``discovered_runs``: every run directory could be read and succeeded.
+RUNS_HEALTH_CHECK = "no_unreadable_or_failed_runs"
+#: Entries listed per diagnostics key in check metadata.
+LISTED_ENTRIES = 20
+
+
+def runs_health_check(diagnostics: dict[str, list[str]]) -> dg.AssetCheckResult:
+    """WARN when a run directory was unreadable or recorded a failure."""
+    unreadable, failed = diagnostics["unreadable"], diagnostics["failed"]
+    return dg.AssetCheckResult(
+        check_name=RUNS_HEALTH_CHECK,
+        passed=not unreadable and not failed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(
+            f"{len(unreadable)} unreadable and {len(failed)} failed run director(y/ies); "
+            "they are left out of every statistic"
+        ),
+        metadata={
+            "unreadable": dg.MetadataValue.json(unreadable[:LISTED_ENTRIES]),
+            "failed": dg.MetadataValue.json(failed[:LISTED_ENTRIES]),
+            "unreadable_count": len(unreadable),
+            "failed_count": len(failed),
+        },
+    )
+
+
+@dg.asset(
+    group_name=DISCOVERY_GROUP,
+    kinds={"python", "csv"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            RUNS_HEALTH_CHECK,
+            asset="discovered_runs",
+            description="Every run directory is readable and finished with returncode 0.",
+        )
+    ],
+)
+def discovered_runs(
+    context: dg.AssetExecutionContext,
+    run_roots: RunRootsResource,
+    output_folder: OutputFolderResource,
+    analysis: AnalysisSettings,
+):
+    """One row per usable run under the configured roots; unusable runs listed with reasons."""
+    try:
+        roots = run_roots.checked_roots()
+    except RunRootError as exc:
+        raise dg.Failure(description=str(exc)) from None
+    cache = RunCache.load(output_folder.cache_file())
+    try:
+        records, diagnostics = discover_runs(
+            roots,
+            recursive=run_roots.is_recursive(),
+            include_legacy=analysis.include_legacy,
+            on_duplicate=analysis.on_duplicate,
+            include_failed=analysis.include_failed,
+            reader=cache.read,
+        )
+    except ValueError as exc:
+        raise dg.Failure(description=str(exc)) from None
+    cache.save(output_folder.cache_file())
+    context.log.info(
+        "discovered %d usable run(s); %d parsed, %d reused from the cache",
+        len(records),
+        cache.misses,
+        cache.hits,
+    )
+    metadata: dict[str, Any] = {
+        "roots": ", ".join(map(str, roots)),
+        "runs_parsed": cache.misses,
+        "runs_reused": cache.hits,
+        "models": len({r.model for r in records}),
+        "datasets": len({r.dataset for r in records}),
+    }
+    for key in DIAGNOSTIC_KEYS:
+        metadata[f"{key}_count"] = len(diagnostics[key])
+    metadata["diagnostics"] = dg.MetadataValue.json(diagnostics)
+    yield dg.Output(records_to_frame(records), metadata=metadata)
+    yield runs_health_check(diagnostics)
+
+
+@dg.asset(group_name=DISCOVERY_GROUP, automation_condition=EAGER, kinds={"pandas", "csv"})
+def run_metrics(discovered_runs: pd.DataFrame) -> pd.DataFrame:
+    """The long frame: one row per run and metric."""
+    return runs_to_frame(frame_to_records(discovered_runs))
+
+
+@dg.multi_asset(
+    outs={
+        "reconciled_runs": dg.AssetOut(
+            description="The long frame after dropping minority averaging modes.",
+            automation_condition=EAGER,
+            kinds={"pandas", "csv"},
+        ),
+        "averaging_conflicts": dg.AssetOut(
+            description="What reconciliation dropped: one row per (dataset, model) conflict.",
+            automation_condition=EAGER,
+            kinds={"pandas", "csv"},
+        ),
+    },
+    group_name=DISCOVERY_GROUP,
+)
+def reconcile(
+    context: dg.AssetExecutionContext, run_metrics: pd.DataFrame
+) -> tuple[dg.Output[pd.DataFrame], dg.Output[pd.DataFrame]]:
+    """Drop runs whose averaging mode is a minority within their (dataset, model) cell."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kept, conflicts = reconcile_averaging(run_metrics)
+    for warning in caught:
+        context.log.warning(str(warning.message))
+    dropped = int(conflicts["dropped_runs"].sum()) if len(conflicts) else 0
+    return (
+        dg.Output(kept, metadata={"runs": int(kept["run_dir"].nunique()) if len(kept) else 0}),
+        dg.Output(conflicts, metadata={"conflicts": len(conflicts), "dropped_runs": dropped}),
+    )

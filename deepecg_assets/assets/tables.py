@@ -1,0 +1,108 @@
+"""Table assets: the booktabs ``.tex`` files of a paper, written under ``<output>/tables/``."""
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+from deepecg_assets.assets.discovery import EAGER
+from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
+from deepecgkit.analysis.latex import (
+    file_stems,
+    flip_survival_table,
+    rank_distribution_table,
+    results_table,
+    tau_table as kendall_tau_table,
+    write_tables,
+)
+
+TABLES_GROUP = "tables"
+_KINDS = {"latex"}
+#: Characters of a table shown in the UI preview.
+PREVIEW_CHARACTERS = 3000
+
+#: Stems of the single-file tables, by asset name.
+RANK_TABLE_STEM = "rank_distribution"
+TAU_TABLE_STEM = "kendall_tau"
+FLIP_TABLE_STEM = "flip_survival"
+RESULTS_PREFIX = "results_"
+
+
+def _written(paths: list[str], tables: dict[str, str]) -> dg.MaterializeResult:
+    """Metadata of a table materialisation: the paths and a preview of each file."""
+    metadata: dict[str, object] = {"files": len(paths)}
+    for path, stem in zip(paths, sorted(tables), strict=True):
+        metadata[f"path_{stem}"] = dg.MetadataValue.path(path)
+    first = sorted(tables)[0] if tables else None
+    if first is not None:
+        metadata["preview"] = dg.MetadataValue.md(
+            f"```latex\n{tables[first][:PREVIEW_CHARACTERS]}\n```"
+        )
+    return dg.MaterializeResult(metadata=metadata)
+
+
+def results_table_stems(datasets: list[str]) -> dict[str, str]:
+    """Table stem of each dataset's results table (``results_<stem>``)."""
+    return {name: RESULTS_PREFIX + stem for name, stem in file_stems(datasets).items()}
+
+
+def table_paths(output_folder: OutputFolderResource, stems: list[str]) -> list[Path]:
+    return [output_folder.tables_dir() / f"{stem}.tex" for stem in stems]
+
+
+@dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def results_tables(
+    aggregates: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
+) -> dg.MaterializeResult:
+    """One results table (means and Student-t intervals) per dataset."""
+    datasets = sorted(aggregates["dataset"].astype(str).unique()) if len(aggregates) else []
+    stems = results_table_stems(datasets)
+    tables = {
+        stems[dataset]: results_table(
+            aggregates, dataset, confidence_level=analysis.confidence_level
+        )
+        for dataset in datasets
+    }
+    return _written(write_tables(tables, output_folder.tables_dir()), tables)
+
+
+@dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def rank_table(
+    rank_distribution: pd.DataFrame,
+    tau_summary: pd.DataFrame,
+    analysis: AnalysisSettings,
+    output_folder: OutputFolderResource,
+) -> dg.MaterializeResult:
+    """``rank_distribution.tex``: rank counts over seeds, with Kendall tau notes."""
+    tables = {
+        RANK_TABLE_STEM: rank_distribution_table(
+            rank_distribution, tau_summary, metric=analysis.metric
+        )
+    }
+    return _written(write_tables(tables, output_folder.tables_dir()), tables)
+
+
+@dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def tau_table(
+    tau_summary: pd.DataFrame, output_folder: OutputFolderResource
+) -> dg.MaterializeResult:
+    """``kendall_tau.tex``: the supplementary Kendall tau table."""
+    tables = {TAU_TABLE_STEM: kendall_tau_table(tau_summary)}
+    return _written(write_tables(tables, output_folder.tables_dir()), tables)
+
+
+@dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def flip_table(
+    flip_grid: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
+) -> dg.MaterializeResult:
+    """``flip_survival.tex``: which cross-dataset reversals survive seed variance."""
+    tables = {
+        FLIP_TABLE_STEM: flip_survival_table(
+            flip_grid,
+            metric=analysis.metric,
+            exclusions=analysis.exclusions() or None,
+            confidence_level=analysis.confidence_level,
+            correction=analysis.correction,
+        )
+    }
+    return _written(write_tables(tables, output_folder.tables_dir()), tables)

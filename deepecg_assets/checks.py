@@ -1,0 +1,158 @@
+"""Asset checks: what a person should look at before trusting a table.
+
+Severities: data-quality findings (dropped averaging minorities, bimodal
+cells, untestable flips) are WARN, because the analysis handles them
+honestly and reports them; a ``.tex`` file that does not compile is ERROR,
+because it would break the paper's build. The check for unreadable or failed
+runs lives with ``discovered_runs``, which holds the diagnostics.
+"""
+
+import dagster as dg
+import pandas as pd
+
+from deepecg_assets.assets.tables import (
+    FLIP_TABLE_STEM,
+    RANK_TABLE_STEM,
+    TAU_TABLE_STEM,
+    results_table_stems,
+    table_paths,
+)
+from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
+from deepecgkit.analysis.constants import LEGACY_SEED, VERDICT_UNTESTABLE
+from deepecgkit.analysis.latex import compile_table, latex_engine
+from deepecgkit.analysis.statistics import is_bimodal
+
+#: Rows listed in check metadata.
+LISTED_ROWS = 20
+_WARN = dg.AssetCheckSeverity.WARN
+
+
+@dg.asset_check(asset="averaging_conflicts", description="No run was dropped for its averaging.")
+def no_dropped_averaging_minorities(averaging_conflicts: pd.DataFrame) -> dg.AssetCheckResult:
+    dropped = int(averaging_conflicts["dropped_runs"].sum()) if len(averaging_conflicts) else 0
+    return dg.AssetCheckResult(
+        passed=dropped == 0,
+        severity=_WARN,
+        description=f"{dropped} run(s) dropped from {len(averaging_conflicts)} cell(s)",
+        metadata={
+            "dropped_runs": dropped,
+            "cells": dg.MetadataValue.json(
+                averaging_conflicts.head(LISTED_ROWS).to_dict("records")
+            ),
+        },
+    )
+
+
+def bimodal_cells(runs: pd.DataFrame, metric: str) -> list[dict[str, str]]:
+    """(dataset, model) cells whose per-seed scores of ``metric`` converge or collapse."""
+    if runs.empty:
+        return []
+    rows = runs.loc[(runs["metric"] == metric) & (runs["seed"] != LEGACY_SEED)]
+    per_seed = rows.groupby(["dataset", "model", "seed"])["value"].mean().reset_index()
+    cells = []
+    for (dataset, model), block in per_seed.groupby(["dataset", "model"], sort=True):
+        flagged, reason = is_bimodal(block["value"])
+        if flagged:
+            cells.append({"dataset": str(dataset), "model": str(model), "reason": reason})
+    return cells
+
+
+@dg.asset_check(
+    asset="aggregates",
+    additional_ins={"reconciled_runs": dg.AssetIn()},
+    description="No (dataset, model) cell converges on some seeds and collapses on others.",
+)
+def no_bimodal_cells(
+    aggregates: pd.DataFrame, reconciled_runs: pd.DataFrame, analysis: AnalysisSettings
+) -> dg.AssetCheckResult:
+    cells = bimodal_cells(reconciled_runs, analysis.metric)
+    return dg.AssetCheckResult(
+        passed=not cells,
+        severity=_WARN,
+        description=f"{len(cells)} bimodal cell(s) in {analysis.metric}",
+        metadata={"metric": analysis.metric, "cells": dg.MetadataValue.json(cells[:LISTED_ROWS])},
+    )
+
+
+@dg.asset_check(asset="flip_grid", description="Every flip test could be computed.")
+def no_untestable_flips(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
+    untestable = (
+        flip_grid.loc[flip_grid["verdict"] == VERDICT_UNTESTABLE] if len(flip_grid) else flip_grid
+    )
+    reasons = untestable["reason"].value_counts().head(LISTED_ROWS) if len(untestable) else {}
+    return dg.AssetCheckResult(
+        passed=len(untestable) == 0,
+        severity=_WARN,
+        description=f"{len(untestable)} of {len(flip_grid)} flip test(s) untestable",
+        metadata={
+            "untestable": len(untestable),
+            "reasons": dg.MetadataValue.json({str(k): int(v) for k, v in dict(reasons).items()}),
+        },
+    )
+
+
+def _compile_check(paths: list) -> dg.AssetCheckResult:
+    """Compile every table in ``paths`` with pdflatex; ERROR when one fails."""
+    engine = latex_engine()
+    if engine is None:
+        return dg.AssetCheckResult(
+            passed=True,
+            description="no LaTeX engine (pdflatex) is installed here; compilation not checked",
+            metadata={"checked": False},
+        )
+    failures: dict[str, str] = {}
+    for path in paths:
+        try:
+            table = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            failures[path.name] = f"cannot read: {exc}"
+            continue
+        ok, reason = compile_table(table, engine=engine)
+        if not ok:
+            failures[path.name] = reason
+    return dg.AssetCheckResult(
+        passed=not failures,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=f"{len(paths) - len(failures)} of {len(paths)} table(s) compile",
+        metadata={"checked": True, "engine": engine, "failures": dg.MetadataValue.json(failures)},
+    )
+
+
+@dg.asset_check(
+    asset="results_tables",
+    additional_ins={"aggregates": dg.AssetIn()},
+    description="Every results table compiles with pdflatex in a minimal document.",
+)
+def results_tables_compile(
+    aggregates: pd.DataFrame, output_folder: OutputFolderResource
+) -> dg.AssetCheckResult:
+    datasets = sorted(aggregates["dataset"].astype(str).unique()) if len(aggregates) else []
+    stems = list(results_table_stems(datasets).values())
+    return _compile_check(table_paths(output_folder, stems))
+
+
+def _single_table_check(asset: str, stem: str) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=asset,
+        name=f"{stem}_tex_compiles",
+        description=f"{stem}.tex compiles with pdflatex in a minimal document.",
+    )
+    def _check(output_folder: OutputFolderResource) -> dg.AssetCheckResult:
+        return _compile_check(table_paths(output_folder, [stem]))
+
+    return _check
+
+
+rank_table_compiles = _single_table_check("rank_table", RANK_TABLE_STEM)
+tau_table_compiles = _single_table_check("tau_table", TAU_TABLE_STEM)
+flip_table_compiles = _single_table_check("flip_table", FLIP_TABLE_STEM)
+
+ALL_CHECKS = [
+    no_dropped_averaging_minorities,
+    no_bimodal_cells,
+    no_untestable_flips,
+    results_tables_compile,
+    rank_table_compiles,
+    tau_table_compiles,
+    flip_table_compiles,
+]

@@ -1,0 +1,177 @@
+"""Resources: where the runs are, where results go, and the analysis settings.
+
+Locations come from the environment through Dagster's :class:`~dagster.EnvVar`
+(read when a run or tick uses the resource, never at import time):
+
+=====================  =============================  ====================================
+variable               default                        meaning
+=====================  =============================  ====================================
+``DEEPECG_RUNS``       the bundled example corpus     run roots separated by ``os.pathsep``
+``DEEPECG_OUTPUT``     ``./deepecg_output``           frames, tables and figures
+``DEEPECG_RECURSIVE``  ``1``                          search roots at any depth
+=====================  =============================  ====================================
+
+A field set explicitly (in tests, or in the launchpad's ``resources``
+section) wins over the environment. The analysis settings are ordinary run
+configuration with the defaults of ``00-decisions.md``.
+"""
+
+import os
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from deepecgkit.analysis.constants import (
+    CONFIDENCE_LEVEL,
+    DEFAULT_RANK_METRIC,
+    FDR_FAMILY_TESTABLE,
+    MIN_TEST_GROUPS,
+    NADEAU_BENGIO,
+    ON_DUPLICATE_NEWEST,
+)
+
+#: Environment variables read by the resources.
+RUNS_ENV = "DEEPECG_RUNS"
+OUTPUT_ENV = "DEEPECG_OUTPUT"
+RECURSIVE_ENV = "DEEPECG_RECURSIVE"
+#: Output folder when ``DEEPECG_OUTPUT`` is unset (relative to the working directory).
+DEFAULT_OUTPUT = "deepecg_output"
+#: The example corpus shipped inside the package.
+BUNDLED_CORPUS = Path(__file__).resolve().parent / "example_corpus"
+#: Values of ``DEEPECG_RECURSIVE`` that mean "no".
+_FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+
+
+class RunRootError(ValueError):
+    """A configured run root is missing, not a folder, or cannot be read."""
+
+
+def _check_root(root: Path) -> None:
+    """Raise :class:`RunRootError` with one clear sentence when ``root`` is unusable."""
+    if not root.exists():
+        raise RunRootError(f"run root {root} does not exist")
+    if not root.is_dir():
+        raise RunRootError(f"run root {root} is a file, not a folder of run directories")
+    try:
+        with os.scandir(root) as entries:
+            next(entries, None)
+    except PermissionError:
+        raise RunRootError(f"run root {root} cannot be read: permission denied") from None
+    except OSError as exc:
+        raise RunRootError(f"run root {root} cannot be read: {exc.strerror}") from None
+
+
+class RunRootsResource(dg.ConfigurableResource):
+    """The folders searched for run directories."""
+
+    roots: str | None = Field(
+        default=None,
+        description=(
+            f"Run roots separated by os.pathsep; unset means ${RUNS_ENV}, "
+            "or the bundled example corpus when that is unset too."
+        ),
+    )
+    recursive: bool | None = Field(
+        default=None,
+        description=f"Search roots at any depth; unset means ${RECURSIVE_ENV} (default 1).",
+    )
+
+    def root_paths(self) -> list[Path]:
+        """The configured roots, without checking them."""
+        text = self.roots if self.roots is not None else dg.EnvVar(RUNS_ENV).get_value()
+        if not text:
+            return [BUNDLED_CORPUS]
+        return [Path(part).expanduser() for part in text.split(os.pathsep) if part]
+
+    def checked_roots(self) -> list[Path]:
+        """The roots, each verified to be a readable folder.
+
+        Raises:
+            RunRootError: naming the first unusable root and why.
+        """
+        roots = self.root_paths()
+        for root in roots:
+            _check_root(root)
+        return roots
+
+    def is_recursive(self) -> bool:
+        if self.recursive is not None:
+            return self.recursive
+        text = dg.EnvVar(RECURSIVE_ENV).get_value("1") or "1"
+        return text.strip().lower() not in _FALSE_WORDS
+
+
+class OutputFolderResource(dg.ConfigurableResource):
+    """Where frames (``frames/``), tables (``tables/``) and caches (``cache/``) are written."""
+
+    path: str | None = Field(
+        default=None,
+        description=f"Output folder; unset means ${OUTPUT_ENV}, else ./{DEFAULT_OUTPUT}.",
+    )
+
+    def root(self) -> Path:
+        text = self.path if self.path is not None else dg.EnvVar(OUTPUT_ENV).get_value()
+        return Path(text or DEFAULT_OUTPUT).expanduser()
+
+    def frames_dir(self) -> Path:
+        return self.root() / "frames"
+
+    def tables_dir(self) -> Path:
+        return self.root() / "tables"
+
+    def cache_file(self) -> Path:
+        return self.root() / "cache" / "run_records.jsonl"
+
+
+class ClaimConfig(dg.Config):
+    """One rank claim: ``model`` is best on ``dataset_best`` and worst on ``dataset_worst``."""
+
+    model: str
+    dataset_best: str
+    dataset_worst: str
+    opponents: list[str] | None = None
+
+
+class AnalysisSettings(dg.ConfigurableResource):
+    """Analysis settings shared by every asset, so tables and frames always agree."""
+
+    metric: str = Field(default=DEFAULT_RANK_METRIC, description="metric ranked and compared")
+    confidence_level: float = Field(
+        default=CONFIDENCE_LEVEL, gt=0.0, lt=1.0, description="two-sided coverage"
+    )
+    correction: str = Field(default=NADEAU_BENGIO, description="'nadeau-bengio' or 'none'")
+    fdr_family: str = Field(default=FDR_FAMILY_TESTABLE, description="'testable' or 'significant'")
+    models: list[str] | None = Field(default=None, description="restrict to these models")
+    datasets: list[str] | None = Field(default=None, description="restrict to these datasets")
+    on_duplicate: str = Field(default=ON_DUPLICATE_NEWEST, description="newest, error or all")
+    include_legacy: bool = Field(default=False, description="keep runs without a seed")
+    include_failed: bool = Field(default=False, description="keep runs with a non-zero returncode")
+    min_test_groups: int = Field(default=MIN_TEST_GROUPS, ge=0)
+    claims: list[ClaimConfig] = Field(default_factory=list, description="rank claims to evaluate")
+
+    def exclusions(self) -> list[str]:
+        """The restrictions as the flip table prints them."""
+        notes = []
+        if self.models:
+            notes.append("models: " + ", ".join(self.models))
+        if self.datasets:
+            notes.append("datasets: " + ", ".join(self.datasets))
+        return notes
+
+
+def default_resources() -> dict[str, object]:
+    """The resources of the code location, configured from the environment.
+
+    The frame IO manager shares the one output-folder resource, so a path set
+    for ``output_folder`` in the launchpad applies to stored frames too.
+    """
+    from deepecg_assets.io_managers import FrameIOManager
+
+    output = OutputFolderResource()
+    return {
+        "run_roots": RunRootsResource(),
+        "output_folder": output,
+        "analysis": AnalysisSettings(),
+        "io_manager": FrameIOManager(output=output),
+    }

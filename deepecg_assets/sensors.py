@@ -1,0 +1,75 @@
+"""``new_runs_sensor``: request a refresh when run directories are added, changed or removed.
+
+Run directories are not Dagster partitions (a partition per seed would mean
+one Dagster run per seed and tens of thousands of partitions); instead the
+graph is unpartitioned and this sensor watches the state of the run roots:
+the path, modification time and size of every readable metrics file. The
+cursor holds only a short digest of that state, because Dagster stores the
+cursor on every tick. A run whose metrics file cannot be read yet is left out
+of the digest, so it is picked up on the tick where it becomes readable.
+
+The run key is derived from the previous and the new digest: a retried tick
+never launches the same work twice, while a tree that returns to an earlier
+state (a run deleted and written again) is still refreshed.
+"""
+
+import dagster as dg
+
+from deepecg_assets.resources import OutputFolderResource, RunRootError, RunRootsResource
+from deepecgkit.analysis.run_cache import RunCache, scan_tree_state
+
+#: Everything that depends on the run roots.
+REFRESH_SELECTION = dg.AssetSelection.assets("discovered_runs").downstream()
+#: Seconds between ticks.
+SENSOR_INTERVAL_SECONDS = 60
+
+
+@dg.sensor(
+    name="new_runs_sensor",
+    target=REFRESH_SELECTION,
+    minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Refreshes discovered_runs and everything downstream when run directories change.",
+)
+def new_runs_sensor(
+    context: dg.SensorEvaluationContext,
+    run_roots: RunRootsResource,
+    output_folder: OutputFolderResource,
+) -> dg.SensorResult:
+    try:
+        roots = run_roots.checked_roots()
+    except RunRootError as exc:
+        return dg.SensorResult(skip_reason=dg.SkipReason(f"cannot scan: {exc}"))
+    cache = RunCache.load(output_folder.cache_file())
+    state = scan_tree_state(roots, recursive=run_roots.is_recursive(), cache=cache)
+    pending = (
+        f"; {len(state.pending)} run(s) not readable yet, retried on a later tick"
+        if state.pending
+        else ""
+    )
+    if state.digest == context.cursor:
+        return dg.SensorResult(
+            skip_reason=dg.SkipReason(
+                f"no run directory added, changed or removed: {len(state.entries)} run(s), "
+                f"state {state.digest}{pending}"
+            )
+        )
+    if cache.misses:
+        # Parsed runs are remembered, so the requested discovery does not parse them again.
+        cache.save(output_folder.cache_file())
+    context.log.info(
+        "run state %s -> %s (%d readable run(s)%s)",
+        context.cursor,
+        state.digest,
+        len(state.entries),
+        pending,
+    )
+    return dg.SensorResult(
+        run_requests=[
+            dg.RunRequest(
+                run_key=f"{context.cursor or 'start'}->{state.digest}",
+                tags={"deepecg/run_state": state.digest},
+            )
+        ],
+        cursor=state.digest,
+    )
