@@ -1,0 +1,300 @@
+"""Materialise the whole graph in-process and compare every stored frame with the library."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from deepecg_assets.assets.discovery import frame_to_records, records_to_frame
+from deepecg_assets.definitions import defs
+from deepecg_assets.io_managers import frame_from_csv, frame_to_csv
+from deepecgkit.analysis.aggregation import (
+    aggregate_runs,
+    discover_runs,
+    reconcile_averaging,
+    runs_to_frame,
+)
+from deepecgkit.analysis.latex import (
+    flip_survival_table,
+    rank_distribution_table,
+    results_table,
+    tau_table,
+)
+from deepecgkit.analysis.ranking import (
+    all_flip_tests,
+    evaluate_rank_claim,
+    rank_distribution,
+    tau_summary,
+)
+from deepecgkit.analysis.synthetic import write_run_directory
+
+CONTRACT_ASSETS = {
+    "discovered_runs",
+    "run_metrics",
+    "reconciled_runs",
+    "averaging_conflicts",
+    "aggregates",
+    "rank_distribution",
+    "tau_summary",
+    "flip_grid",
+    "rank_claims",
+    "results_tables",
+    "rank_table",
+    "tau_table",
+    "flip_table",
+}
+FRAME_ASSETS = CONTRACT_ASSETS - {"results_tables", "rank_table", "tau_table", "flip_table"}
+CLAIM_CONFIG = {
+    "resources": {
+        "analysis": {
+            "config": {
+                "claims": [{"model": "cnn", "dataset_best": "afib", "dataset_worst": "ptbxl"}]
+            }
+        }
+    }
+}
+
+
+def materialized_keys(result: dg.ExecuteInProcessResult) -> set[str]:
+    return {event.asset_key.to_user_string() for event in result.get_asset_materialization_events()}
+
+
+def library_frames(runs: Path) -> dict[str, pd.DataFrame]:
+    """Every frame of the graph computed directly with deepecgkit."""
+    records, _ = discover_runs([runs], recursive=True)
+    long_frame = runs_to_frame(records)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reconciled, conflicts = reconcile_averaging(long_frame)
+    claim = evaluate_rank_claim(reconciled, "cnn", "afib", "ptbxl")
+    return {
+        "discovered_runs": records_to_frame(records),
+        "run_metrics": long_frame,
+        "reconciled_runs": reconciled,
+        "averaging_conflicts": conflicts,
+        "aggregates": aggregate_runs(reconciled),
+        "rank_distribution": rank_distribution(reconciled),
+        "tau_summary": tau_summary(reconciled),
+        "flip_grid": all_flip_tests(reconciled),
+        "claim": claim,
+    }
+
+
+def test_definitions_hold_the_contract() -> None:
+    graph = defs.resolve_asset_graph()
+    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    assert keys >= CONTRACT_ASSETS
+    assert defs.resolve_sensor_def("new_runs_sensor") is not None
+    assert defs.resolve_schedule_def("nightly_refresh") is not None
+    for name in keys - {"discovered_runs"}:
+        condition = graph.get(dg.AssetKey(name)).automation_condition
+        assert condition is not None, f"{name} has no automation condition"
+
+
+def test_full_build_matches_the_library(platform) -> None:
+    result = platform.materialize(run_config=CLAIM_CONFIG)
+    assert result.success
+    assert materialized_keys(result) == CONTRACT_ASSETS
+    expected = library_frames(platform.runs)
+    for asset in FRAME_ASSETS - {"rank_claims"}:
+        assert platform.frame_text(asset) == frame_to_csv(expected[asset]), asset
+        reloaded = frame_from_csv(platform.frame_text(asset))
+        pd.testing.assert_frame_equal(
+            reloaded.reset_index(drop=True),
+            expected[asset].reset_index(drop=True),
+            check_dtype=False,
+            check_exact=True,
+        )
+    claims = frame_from_csv(platform.frame_text("rank_claims"))
+    assert claims.loc[0, "verdict"] == expected["claim"]["verdict"]
+    assert claims.loc[0, "n_components"] == expected["claim"]["n_components"]
+    components = json.loads(claims.loc[0, "components"])
+    assert [c["verdict"] for c in components] == [
+        c["verdict"] for c in expected["claim"]["components"]
+    ]
+
+    tables = platform.output / "tables"
+    aggregates = expected["aggregates"]
+    for dataset in ("afib", "ptbxl", "sleep"):
+        assert (tables / f"results_{dataset}.tex").read_text() == results_table(aggregates, dataset)
+    assert (tables / "rank_distribution.tex").read_text() == rank_distribution_table(
+        expected["rank_distribution"], expected["tau_summary"]
+    )
+    assert (tables / "kendall_tau.tex").read_text() == tau_table(expected["tau_summary"])
+    assert (tables / "flip_survival.tex").read_text() == flip_survival_table(expected["flip_grid"])
+
+
+def test_discovered_runs_round_trip_to_records(platform) -> None:
+    records, _ = discover_runs([platform.runs], recursive=True)
+    assert frame_to_records(frame_from_csv(frame_to_csv(records_to_frame(records)))) == records
+
+
+def test_materialisations_carry_metadata(platform) -> None:
+    result = platform.materialize()
+    events = {
+        e.asset_key.to_user_string(): e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+    }
+    for asset in FRAME_ASSETS:
+        metadata = events[asset]
+        assert "dagster/row_count" in metadata and "preview" in metadata, asset
+        assert Path(metadata["path"].value).is_file(), asset
+    discovery = events["discovered_runs"]
+    assert discovery["dagster/row_count"].value == 60
+    assert discovery["unreadable_count"].value == 0
+    assert set(discovery["diagnostics"].value) == {"unreadable", "no_seed", "duplicate", "failed"}
+    assert events["averaging_conflicts"]["dropped_runs"].value == 1
+    assert events["flip_grid"]["fdr_family"].value == "testable"
+    for table in ("results_tables", "rank_table", "tau_table", "flip_table"):
+        paths = [v.value for k, v in events[table].items() if k.startswith("path_")]
+        assert paths and all(Path(p).is_file() for p in paths), table
+        assert "```latex" in events[table]["preview"].value
+
+
+def test_flip_table_alone_reuses_the_stored_flip_grid(platform) -> None:
+    assert platform.materialize().success
+    grid_file = platform.output / "frames" / "flip_grid.csv"
+    before = grid_file.stat().st_mtime_ns
+    (platform.output / "tables" / "flip_survival.tex").unlink()
+
+    result = platform.materialize(["flip_table"])
+    assert result.success
+    assert materialized_keys(result) == {"flip_table"}
+    steps = {event.step_key for event in result.all_events if event.is_step_start}
+    assert steps <= {"flip_table", "flip_table_flip_survival_tex_compiles"}
+    loaded = [e for e in result.all_events if e.event_type_value == "LOADED_INPUT"]
+    assert [e.event_specific_data.input_name for e in loaded] == ["flip_grid"]
+    assert grid_file.stat().st_mtime_ns == before, "flip_grid was not rewritten"
+    assert (platform.output / "tables" / "flip_survival.tex").is_file()
+
+
+def test_checks_report_with_severities(platform) -> None:
+    result = platform.materialize()
+    evaluations = {
+        e.event_specific_data.check_name: e.event_specific_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
+    assert evaluations["no_unreadable_or_failed_runs"].passed
+    dropped = evaluations["no_dropped_averaging_minorities"]
+    assert not dropped.passed and dropped.severity == dg.AssetCheckSeverity.WARN
+    bimodal = evaluations["no_bimodal_cells"]
+    assert not bimodal.passed and bimodal.severity == dg.AssetCheckSeverity.WARN
+    assert "lstm" in json.dumps(bimodal.metadata["cells"].value)
+    for name in (
+        "results_tables_compile",
+        "rank_distribution_tex_compiles",
+        "kendall_tau_tex_compiles",
+        "flip_survival_tex_compiles",
+    ):
+        assert evaluations[name].passed, name
+        assert evaluations[name].metadata["checked"].value is True
+
+
+def test_unreadable_and_failed_runs_fail_the_warn_check(platform) -> None:
+    (platform.runs / "broken_seed0").mkdir()
+    (platform.runs / "broken_seed0" / "classification_metrics.csv").write_bytes(b"")
+    write_run_directory(
+        platform.runs / "crashed_seed9",
+        model="cnn",
+        dataset="afib",
+        metrics={"f1": 0.1},
+        seed=9,
+        returncode=1,
+    )
+    result = platform.materialize(["discovered_runs"])
+    check = next(
+        e.event_specific_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    )
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+    assert check.metadata["unreadable_count"].value == 1
+    assert check.metadata["failed_count"].value == 1
+
+
+def test_rediscovery_does_not_reparse_unchanged_runs(platform) -> None:
+    first = platform.materialize(["discovered_runs"])
+    metadata = first.get_asset_materialization_events()[0].materialization.metadata
+    assert metadata["runs_parsed"].value == 60 and metadata["runs_reused"].value == 0
+    write_run_directory(
+        platform.runs / "cnn_afib_seed7",
+        model="cnn",
+        dataset="afib",
+        metrics={"f1": 0.7},
+        seed=7,
+    )
+    second = platform.materialize(["discovered_runs"])
+    metadata = second.get_asset_materialization_events()[0].materialization.metadata
+    assert metadata["runs_parsed"].value == 1 and metadata["runs_reused"].value == 60
+    assert metadata["dagster/row_count"].value == 61
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_bad_roots_fail_with_one_clear_message(platform, monkeypatch, kind: str) -> None:
+    bad = platform.runs.parent / "bad"
+    if kind == "file":
+        bad.write_text("not a folder")
+    monkeypatch.setenv("DEEPECG_RUNS", str(bad))
+    result = platform.materialize(["discovered_runs"], raise_on_error=False)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    data = failure.step_failure_data
+    expected = (
+        "does not exist" if kind == "missing" else "is a file, not a folder of run directories"
+    )
+    assert data.user_failure_data.description == f"run root {bad} {expected}"
+    assert data.error.cause is None and data.error.context is None
+
+
+def test_root_without_permission_fails_with_one_clear_message() -> None:
+    from deepecg_assets.resources import RunRootError, RunRootsResource
+
+    # Not under pytest's tmp_path: that folder is private to its owner, and the
+    # unprivileged user of the root case must be able to reach the locked folder.
+    base = Path(tempfile.mkdtemp(prefix="deepecg-perm-"))
+    os.chmod(base, 0o755)
+    locked = base / "locked"
+    locked.mkdir()
+    os.chmod(locked, 0)
+    try:
+        if os.geteuid() == 0:
+            message = _check_as_unprivileged_user(locked)
+        else:
+            with pytest.raises(RunRootError) as caught:
+                RunRootsResource(roots=str(locked)).checked_roots()
+            message = str(caught.value)
+    finally:
+        os.chmod(locked, 0o700)
+        shutil.rmtree(base)
+    assert message == f"run root {locked} cannot be read: permission denied"
+
+
+def _check_as_unprivileged_user(locked: Path) -> str:
+    """Root reads any folder, so check the locked root as the unprivileged user ``nobody``."""
+    script = (
+        "from deepecg_assets.resources import RunRootError, RunRootsResource\n"
+        "try:\n"
+        f"    RunRootsResource(roots={str(locked)!r}).checked_roots()\n"
+        "except RunRootError as exc:\n"
+        "    print(exc)\n"
+    )
+    command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    completed = subprocess.run(
+        [*command, sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    return completed.stdout.strip()
