@@ -1,0 +1,480 @@
+"""The report's identity contract: which run directories may be reported.
+
+Every discovered run directory is checked in a fixed order (comparisons.md
+§6.3); the first failure excludes it with one reason code and a specific
+detail, so a user sees exactly why a run is absent and nothing disappears
+silently. The checks, in order:
+
+1. ``unreadable`` - metrics CSV, a present metadata/split JSON, or the
+   predictions cannot be parsed, or model/dataset is missing;
+2. ``failed_run`` - a recorded non-zero ``returncode``;
+3. ``no_predictions``; 4. ``multilabel_unsupported``;
+5. ``malformed_predictions``; 6. ``non_normalised_probabilities``;
+7. ``duplicate_sample``; 8. ``conflicting_group_label``;
+9. ``stale_fingerprint`` / ``ambiguous_fingerprint`` against the cell's
+   reference fingerprint (the unique most frequent one among its readable,
+   non-failed runs: the configuration most runs were trained with is the
+   best stand-in for "current");
+10. partial reasons (``missing_metadata``, ``missing_fingerprint``,
+    ``missing_split_info``, ``incomplete_predictions``), admitted only with
+    ``allow_partial``;
+11. ``duplicate_run`` - another surviving run of the same model, dataset
+    and seed has newer predictions (ties: the lexicographically last
+    ``run_id`` wins).
+
+The module reads run directories and never modifies them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from deepecgkit.analysis.aggregation import read_run_metrics
+from deepecgkit.analysis.constants import (
+    LEGACY_SEED,
+    METADATA_FILENAME,
+    METRICS_FILENAME,
+    PROBABILITY_SUM_TOLERANCE,
+    SPLIT_INFO_FILENAME,
+)
+from deepecgkit.analysis.predictions import predictions_path, read_predictions_file
+
+__all__ = [
+    "STATUS_EXCLUDED",
+    "STATUS_INCLUDED",
+    "STATUS_PARTIAL",
+    "RunInput",
+    "ValidPredictions",
+    "assess_runs",
+    "seed_of",
+]
+
+logger = logging.getLogger(__name__)
+
+STATUS_INCLUDED = "included"
+STATUS_PARTIAL = "partial"
+STATUS_EXCLUDED = "excluded"
+#: Not yet decided (only while the contract runs).
+STATUS_PENDING = "pending"
+
+UNREADABLE = "unreadable"
+FAILED_RUN = "failed_run"
+NO_PREDICTIONS = "no_predictions"
+MULTILABEL_UNSUPPORTED = "multilabel_unsupported"
+MALFORMED_PREDICTIONS = "malformed_predictions"
+NON_NORMALISED = "non_normalised_probabilities"
+DUPLICATE_SAMPLE = "duplicate_sample"
+CONFLICTING_GROUP_LABEL = "conflicting_group_label"
+STALE_FINGERPRINT = "stale_fingerprint"
+AMBIGUOUS_FINGERPRINT = "ambiguous_fingerprint"
+MISSING_METADATA = "missing_metadata"
+MISSING_FINGERPRINT = "missing_fingerprint"
+MISSING_SPLIT_INFO = "missing_split_info"
+INCOMPLETE_PREDICTIONS = "incomplete_predictions"
+DUPLICATE_RUN = "duplicate_run"
+
+#: Files whose SHA-256 the manifest records (the predictions file under its own name).
+HASHED_FILES = (METRICS_FILENAME, METADATA_FILENAME, SPLIT_INFO_FILENAME)
+_MAX_SHOWN = 5
+_MIN_CLASSES = 2
+_MULTILABEL_COLUMN = re.compile(r"y_true_\d+")
+_PROB_COLUMN = re.compile(r"prob_(\d+)")
+_REQUIRED_COLUMNS = ("sample_id", "group_id", "y_true", "prob_0")
+
+
+@dataclass(frozen=True)
+class ValidPredictions:
+    """Predictions of one run that passed checks 4-8.
+
+    Attributes:
+        sample_id: ``(n,)`` sample ids (strings).
+        group_id: ``(n,)`` group ids (strings).
+        y_true: ``(n,)`` int64 class indices in ``[0, K-1]``.
+        prob: ``(n, K)`` float64 probabilities, rows summing to 1 within tolerance.
+    """
+
+    sample_id: np.ndarray
+    group_id: np.ndarray
+    y_true: np.ndarray
+    prob: np.ndarray
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes ``K``."""
+        return int(self.prob.shape[1])
+
+
+@dataclass
+class RunInput:
+    """One discovered run directory and the verdict of the identity contract."""
+
+    run_id: str
+    path: Path
+    files: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    dataset: str | None = None
+    seed: int | None = None
+    fingerprint: str | None = None
+    returncode: int | None = None
+    metadata: dict[str, Any] | None = None
+    split_info: dict[str, Any] | None = None
+    predictions_file: Path | None = None
+    frame: pd.DataFrame | None = None
+    predictions_mtime: float = 0.0
+    readable: bool = False
+    status: str = STATUS_PENDING
+    reason: str | None = None
+    detail: str = ""
+    partial_reasons: list[str] = field(default_factory=list)
+    data: ValidPredictions | None = None
+
+    def exclude(self, reason: str, detail: str) -> None:
+        """Mark the run excluded with ``reason`` (the first failure wins)."""
+        self.status, self.reason, self.detail = STATUS_EXCLUDED, reason, detail
+        self.data = None
+
+    @property
+    def excluded(self) -> bool:
+        """Whether the run has been excluded."""
+        return self.reason is not None
+
+
+def seed_of(run: RunInput) -> int:
+    """The run's seed; ``LEGACY_SEED`` while it is unknown (unreadable runs)."""
+    return LEGACY_SEED if run.seed is None else run.seed
+
+
+class _Unreadable(Exception):
+    """A file of the run directory cannot be parsed (detail in the message)."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_object(path: Path) -> dict[str, Any] | None:
+    """A present JSON file's top-level object; None when absent; ``_Unreadable`` otherwise."""
+    if not path.exists():
+        return None
+    try:
+        parsed = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _Unreadable(f"{path.name} cannot be parsed: {exc}") from exc
+    if not isinstance(parsed, dict):
+        raise _Unreadable(f"{path.name} holds a {type(parsed).__name__}, not a JSON object")
+    return parsed
+
+
+def _shown(values: Any) -> str:
+    """Up to five values and, when there are more, how many were left out."""
+    items = list(values)
+    text = ", ".join(repr(v) for v in items[:_MAX_SHOWN])
+    return text + (f" (+{len(items) - _MAX_SHOWN} more)" if len(items) > _MAX_SHOWN else "")
+
+
+def _load(run: RunInput) -> None:
+    """Fill the run from its files; raise ``_Unreadable`` for check 1."""
+    for name in HASHED_FILES:
+        if (run.path / name).is_file():
+            run.files[name] = _sha256(run.path / name)
+    run.predictions_file = predictions_path(run.path)
+    if run.predictions_file is not None:
+        run.files[run.predictions_file.name] = _sha256(run.predictions_file)
+    record = read_run_metrics(run.path)
+    if record is None:
+        raise _Unreadable(
+            f"{METRICS_FILENAME} cannot be parsed, has no data row, or lacks model/dataset"
+        )
+    run.model, run.dataset = record.model, record.dataset
+    run.seed = LEGACY_SEED if record.seed is None else record.seed
+    run.returncode = record.returncode
+    run.metadata = _read_object(run.path / METADATA_FILENAME)
+    run.split_info = _read_object(run.path / SPLIT_INFO_FILENAME)
+    fingerprint = (run.metadata or {}).get("params_fingerprint")
+    run.fingerprint = fingerprint if isinstance(fingerprint, str) and fingerprint else None
+    if run.predictions_file is not None:
+        try:
+            run.frame = read_predictions_file(run.predictions_file)
+            run.predictions_mtime = os.stat(run.predictions_file).st_mtime
+        except (OSError, ValueError) as exc:
+            raise _Unreadable(str(exc)) from exc
+
+
+# --- checks 5-8 on the predictions table -------------------------------------------------------
+
+
+def _malformed(frame: pd.DataFrame) -> tuple[str | None, ValidPredictions | None]:
+    """Check 5; the detail of the first problem found, or the parsed arrays."""
+    missing = [c for c in _REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        return f"missing required columns {missing}", None
+    indices = sorted(int(m.group(1)) for c in frame.columns if (m := _PROB_COLUMN.fullmatch(c)))
+    if indices != list(range(len(indices))) or len(indices) < _MIN_CLASSES:
+        return (
+            f"probability columns must be exactly prob_0 … prob_(K-1) with K >= 2, got "
+            f"{[f'prob_{k}' for k in indices]}",
+            None,
+        )
+    if frame.empty:
+        return "zero prediction rows", None
+    for column in ("sample_id", "group_id"):
+        empty = frame[column].astype(str).str.strip() == ""
+        if empty.any():
+            return f"{int(empty.sum())} rows have an empty {column}", None
+    prob_columns = [f"prob_{k}" for k in indices]
+    for column in prob_columns:
+        if not pd.api.types.is_numeric_dtype(frame[column]):
+            values = pd.to_numeric(frame[column], errors="coerce")
+            bad = frame[column][values.isna()]
+            return f"{column} holds non-numeric values {_shown(bad.unique())}", None
+    prob = frame[prob_columns].to_numpy(dtype=np.float64)
+    if not np.isfinite(prob).all():
+        rows = int((~np.isfinite(prob)).any(axis=1).sum())
+        return f"{rows} rows hold a non-finite probability", None
+    outside = (prob < 0.0) | (prob > 1.0)
+    if outside.any():
+        worst = prob[outside][np.argmax(np.abs(prob[outside] - 0.5))]
+        return (
+            f"{int(outside.any(axis=1).sum())} rows hold a probability outside [0, 1] "
+            f"(worst {float(worst)!r})",
+            None,
+        )
+    labels = pd.to_numeric(frame["y_true"], errors="coerce").to_numpy(dtype=np.float64)
+    integral = np.isfinite(labels) & (labels == np.round(labels))
+    if not integral.all():
+        return (
+            "y_true must be integer class indices; got "
+            f"{_shown(frame['y_true'][~integral].unique())}",
+            None,
+        )
+    n_classes = len(prob_columns)
+    outside_labels = (labels < 0) | (labels >= n_classes)
+    if outside_labels.any():
+        return (
+            f"y_true must lie in [0, {n_classes - 1}]; got "
+            f"{_shown(np.unique(labels[outside_labels].astype(np.int64)).tolist())}",
+            None,
+        )
+    return None, ValidPredictions(
+        sample_id=frame["sample_id"].astype(str).to_numpy(dtype=object).astype(str),
+        group_id=frame["group_id"].astype(str).to_numpy(dtype=object).astype(str),
+        y_true=labels.astype(np.int64),
+        prob=prob,
+    )
+
+
+def _check_content(run: RunInput, frame: pd.DataFrame) -> None:
+    """Checks 4-8 on the predictions table of ``run``."""
+    multilabel = [c for c in frame.columns if _MULTILABEL_COLUMN.fullmatch(c)]
+    if multilabel:
+        run.exclude(
+            MULTILABEL_UNSUPPORTED,
+            f"multi-label predictions ({len(multilabel)} y_true_<k> columns); the report "
+            "handles single-label runs only",
+        )
+        return
+    problem, data = _malformed(frame)
+    if data is None:
+        run.exclude(MALFORMED_PREDICTIONS, problem or "")
+        return
+    deviation = np.abs(data.prob.sum(axis=1) - 1.0)
+    off = deviation > PROBABILITY_SUM_TOLERANCE
+    if off.any():
+        run.exclude(
+            NON_NORMALISED,
+            f"{int(off.sum())} of {off.size} rows have |sum of probabilities - 1| > "
+            f"{PROBABILITY_SUM_TOLERANCE} (worst deviation {float(deviation.max()):.6g}); "
+            "not renormalised",
+        )
+        return
+    ids, counts = np.unique(data.sample_id, return_counts=True)
+    if (counts > 1).any():
+        repeated = ids[counts > 1]
+        run.exclude(
+            DUPLICATE_SAMPLE,
+            f"{repeated.size} sample_id values occur more than once: {_shown(repeated.tolist())}",
+        )
+        return
+    pairs = pd.DataFrame({"group": data.group_id, "label": data.y_true}).drop_duplicates()
+    label_counts = pairs.groupby("group", sort=True)["label"].nunique()
+    conflicting = label_counts.index[label_counts > 1]
+    if len(conflicting):
+        run.exclude(
+            CONFLICTING_GROUP_LABEL,
+            f"{len(conflicting)} group_id values carry more than one y_true: "
+            f"{_shown(conflicting.tolist())}",
+        )
+        return
+    run.data = data
+
+
+# --- checks 9-11 across runs ------------------------------------------------------------------
+
+
+def _reference_fingerprints(runs: list[RunInput]) -> dict[tuple[str, str], str | None]:
+    """Per cell, the unique most frequent fingerprint among readable, non-failed runs."""
+    by_cell: dict[tuple[str, str], Counter[str]] = {}
+    for run in runs:
+        if run.readable and run.reason != FAILED_RUN and run.fingerprint:
+            by_cell.setdefault((run.model or "", run.dataset or ""), Counter())[
+                run.fingerprint
+            ] += 1
+    references: dict[tuple[str, str], str | None] = {}
+    for cell, counts in by_cell.items():
+        ranked = counts.most_common()
+        tie = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
+        references[cell] = None if tie else ranked[0][0]
+    return references
+
+
+def _check_fingerprint(
+    run: RunInput, references: dict[tuple[str, str], str | None], runs: list[RunInput]
+) -> None:
+    """Check 9 for a run that records a fingerprint."""
+    cell = (run.model or "", run.dataset or "")
+    reference = references.get(cell)
+    if reference is None:
+        counts = Counter(
+            r.fingerprint
+            for r in runs
+            if r.readable
+            and r.reason != FAILED_RUN
+            and r.fingerprint
+            and (r.model, r.dataset) == (run.model, run.dataset)
+        )
+        run.exclude(
+            AMBIGUOUS_FINGERPRINT,
+            f"cell ({run.model}, {run.dataset}) has no unique most frequent fingerprint: "
+            + ", ".join(f"{fp} x{n}" for fp, n in sorted(counts.items())),
+        )
+    elif run.fingerprint != reference:
+        run.exclude(
+            STALE_FINGERPRINT,
+            f"params_fingerprint {run.fingerprint} differs from the cell's reference {reference}",
+        )
+
+
+def _partial_reasons(run: RunInput, data: ValidPredictions) -> list[tuple[str, str]]:
+    """Check 10: every partial reason with its detail, in the specified order."""
+    reasons: list[tuple[str, str]] = []
+    if run.metadata is None:
+        reasons.append((MISSING_METADATA, f"no {METADATA_FILENAME}"))
+    if run.fingerprint is None:
+        reasons.append((MISSING_FINGERPRINT, "no or empty params_fingerprint"))
+    split = run.split_info
+    sizes = {
+        key: value
+        for key in ("n_test", "n_test_groups")
+        if split is not None
+        and isinstance(value := split.get(key), int)
+        and not isinstance(value, bool)
+    }
+    if split is None:
+        reasons.append((MISSING_SPLIT_INFO, f"no {SPLIT_INFO_FILENAME}"))
+    elif len(sizes) < len(("n_test", "n_test_groups")):
+        reasons.append(
+            (MISSING_SPLIT_INFO, f"{SPLIT_INFO_FILENAME} lacks an integer n_test or n_test_groups")
+        )
+    else:
+        n_rows = int(data.sample_id.size)
+        n_groups = int(np.unique(data.group_id).size)
+        if n_rows != sizes["n_test"] or n_groups != sizes["n_test_groups"]:
+            reasons.append(
+                (
+                    INCOMPLETE_PREDICTIONS,
+                    f"{n_rows} rows in {n_groups} groups, but split_info records n_test="
+                    f"{sizes['n_test']}, n_test_groups={sizes['n_test_groups']}",
+                )
+            )
+    return reasons
+
+
+def _resolve_duplicates(runs: list[RunInput]) -> None:
+    """Check 11: keep the newest of each surviving (model, dataset, seed), seed known."""
+    survivors: dict[tuple[str, str, int], list[RunInput]] = {}
+    for run in runs:
+        if not run.excluded and run.seed != LEGACY_SEED:
+            key = (run.model or "", run.dataset or "", seed_of(run))
+            survivors.setdefault(key, []).append(run)
+    for group in survivors.values():
+        if len(group) == 1:
+            continue
+        newest = max(group, key=lambda r: (r.predictions_mtime, r.run_id))
+        for run in group:
+            if run is not newest:
+                run.exclude(
+                    DUPLICATE_RUN,
+                    f"same (model, dataset, seed) as {newest.run_id}, whose predictions are newer",
+                )
+
+
+def assess_runs(run_dirs: list[tuple[str, Path]], *, allow_partial: bool) -> list[RunInput]:
+    """Apply the identity contract to every discovered run directory.
+
+    Args:
+        run_dirs: ``(run_id, resolved path)`` of each discovered run directory.
+        allow_partial: admit runs whose only failures are partial reasons
+            (exploratory override; never admits a run failing another check).
+
+    Returns:
+        One :class:`RunInput` per directory, in the given order, with
+        ``status`` ``included``, ``partial`` or ``excluded`` and, when
+        excluded, ``reason`` and ``detail``. Included and partial runs carry
+        their validated predictions in ``data``.
+    """
+    runs = [RunInput(run_id=run_id, path=path) for run_id, path in run_dirs]
+    for run in runs:
+        try:
+            _load(run)
+        except _Unreadable as exc:
+            run.exclude(UNREADABLE, str(exc))
+            continue
+        run.readable = True
+        if run.returncode is not None and run.returncode != 0:
+            error = (run.metadata or {}).get("error")
+            run.exclude(
+                FAILED_RUN,
+                f"returncode {run.returncode}" + (f": {error}" if isinstance(error, str) else ""),
+            )
+            continue
+        if run.frame is None:
+            run.exclude(NO_PREDICTIONS, "neither predictions.csv nor predictions.txt")
+            continue
+        _check_content(run, run.frame)
+    references = _reference_fingerprints(runs)
+    for run in runs:
+        if run.excluded or run.data is None:
+            continue
+        if run.fingerprint is not None:
+            _check_fingerprint(run, references, runs)
+            if run.excluded:
+                continue
+        reasons = _partial_reasons(run, run.data)
+        if not reasons:
+            run.status = STATUS_INCLUDED
+        elif allow_partial:
+            run.status = STATUS_PARTIAL
+            run.partial_reasons = [code for code, _ in reasons]
+        else:
+            run.exclude(reasons[0][0], "; ".join(f"{code}: {text}" for code, text in reasons))
+    _resolve_duplicates(runs)
+    for run in runs:
+        run.frame = None
+        if run.excluded:
+            logger.info("excluded %s: %s (%s)", run.run_id, run.reason, run.detail)
+    return runs

@@ -1,0 +1,172 @@
+"""The report's ``manifest.json``: what was read, with which settings, and what was written.
+
+The manifest is written last, so its presence marks a complete report. It
+holds no timestamps, so a rerun on the same inputs gives the same manifest;
+NaN is written as ``null`` (strict JSON). Its ``caveats`` and
+``interval_statement`` carry the limits of the numbers with the numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy
+
+import deepecgkit
+from deepecgkit.analysis.compare.identity import RunInput
+from deepecgkit.analysis.compare.mcnemar import MCNEMAR_CAVEAT, MCNEMAR_CAVEAT_CODE
+
+__all__ = [
+    "INTERVAL_STATEMENT",
+    "MANIFEST_FILENAME",
+    "build_manifest",
+    "manifest_bytes",
+    "sha256_bytes",
+    "versions",
+]
+
+MANIFEST_FILENAME = "manifest.json"
+SCHEMA_VERSION = 1
+COMMAND = "deepecg report"
+
+INTERVAL_STATEMENT = (
+    "Every bootstrap interval and p-value in this report measures sampling uncertainty over "
+    "the test patients/recordings for one fixed trained run: how much a metric (or a "
+    "candidate - reference difference) would move if the test groups were drawn again, with "
+    "the weights fixed. They do not measure variation across training seeds, folds, "
+    "checkpoints or configurations; two seeds of one model can differ by more than either "
+    "run's interval. Claims about models need the per-seed aggregates and flip tests."
+)
+TOO_FEW_GROUPS_CODE = "too_few_groups"
+TOO_FEW_GROUPS_TEXT = (
+    "These runs have fewer test groups than min_test_groups; they carry point estimates only "
+    "(no interval, no bootstrap p-value)."
+)
+PARTIAL_RUNS_CODE = "partial_runs_included"
+PARTIAL_RUNS_TEXT = (
+    "Partial runs were admitted with --allow-partial (missing metadata, fingerprint, split "
+    "information, or incomplete predictions); their numbers are exploratory."
+)
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def versions(plots: bool) -> dict[str, str | None]:
+    """Versions of the libraries that shaped the numbers (matplotlib only when it drew)."""
+    matplotlib_version = None
+    if plots:
+        import matplotlib
+
+        matplotlib_version = matplotlib.__version__
+    return {
+        "python": platform.python_version(),
+        "deepecgkit": deepecgkit.__version__,
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "pandas": pd.__version__,
+        "matplotlib": matplotlib_version,
+    }
+
+
+def _input_entry(run: RunInput) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "path": run.path.as_posix(),
+        "status": run.status,
+        "reason": run.reason,
+        "files": dict(run.files),
+    }
+
+
+def _included_entry(run: RunInput) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "model": run.model,
+        "dataset": run.dataset,
+        "seed": run.seed,
+        "params_fingerprint": run.fingerprint,
+        "partial": bool(run.partial_reasons),
+        "partial_reasons": list(run.partial_reasons),
+    }
+
+
+def _caveats(
+    runs: list[RunInput], too_few_groups: list[str], sample_level_anti_conservative: bool
+) -> list[dict[str, Any]]:
+    caveats: list[dict[str, Any]] = []
+    if sample_level_anti_conservative:
+        caveats.append({"code": MCNEMAR_CAVEAT_CODE, "text": MCNEMAR_CAVEAT})
+    if too_few_groups:
+        caveats.append(
+            {"code": TOO_FEW_GROUPS_CODE, "text": TOO_FEW_GROUPS_TEXT, "run_ids": too_few_groups}
+        )
+    partial = [r.run_id for r in runs if r.partial_reasons and not r.excluded]
+    if partial:
+        caveats.append({"code": PARTIAL_RUNS_CODE, "text": PARTIAL_RUNS_TEXT, "run_ids": partial})
+    return caveats
+
+
+def build_manifest(
+    *,
+    roots: list[Path],
+    settings: dict[str, Any],
+    runs: list[RunInput],
+    outputs: list[dict[str, str]],
+    figures: list[dict[str, str]],
+    plotting_source_sha256: str | None,
+    too_few_groups: list[str],
+    sample_level_anti_conservative: bool,
+) -> dict[str, Any]:
+    """Assemble the manifest in the specified key order.
+
+    Args:
+        roots: resolved roots, in the given order.
+        settings: the report settings, in manifest order.
+        runs: every discovered run (excluded too), sorted by ``run_id``.
+        outputs: ``{"path", "sha256"}`` of each CSV, paths relative to the report folder.
+        figures: ``{"run_id", "path", "format", "sha256"}`` of every figure written now.
+        plotting_source_sha256: SHA-256 of the plotting module's source, None without plots.
+        too_few_groups: ``run_id`` of included runs below ``min_test_groups``.
+        sample_level_anti_conservative: whether a McNemar sample row is anti-conservative.
+    """
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "command": COMMAND,
+        "roots": [root.as_posix() for root in roots],
+        "settings": settings,
+        "inputs": [_input_entry(run) for run in runs],
+        "included_runs": [_included_entry(run) for run in runs if not run.excluded],
+        "outputs": outputs,
+        "figures": figures,
+        "plotting_source_sha256": plotting_source_sha256,
+        "versions": versions(plots=bool(settings.get("plots"))),
+        "caveats": _caveats(runs, too_few_groups, sample_level_anti_conservative),
+        "interval_statement": INTERVAL_STATEMENT,
+    }
+
+
+def _null_nan(value: Any) -> Any:
+    """Replace float NaN (and infinities) by None, recursively, for strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _null_nan(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_null_nan(item) for item in value]
+    return value
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+    """UTF-8 JSON, indent 2, keys in insertion order, NaN as ``null``, trailing newline."""
+    text = json.dumps(_null_nan(manifest), indent=2, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")

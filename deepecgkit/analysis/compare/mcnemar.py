@@ -1,0 +1,104 @@
+"""Exact McNemar test on paired per-sample correctness.
+
+The test asks whether two classifiers scored on the same units disagree
+asymmetrically. Units both models get right, or both get wrong, carry no
+information about which is better; under the null hypothesis the discordant
+units split like a fair coin, so the exact binomial tail needs no
+large-sample approximation and stays correct when the discordant count is
+small (rare classes, near-identical models), exactly where the chi-squared
+approximation misleads.
+
+Reference: McNemar (1947), *Note on the sampling error of the difference
+between correlated proportions or percentages*, Psychometrika 12(2):153-157.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+from deepecgkit.analysis.compare.errors import ComparisonError
+
+__all__ = ["MCNEMAR_CAVEAT", "MCNEMAR_CAVEAT_CODE", "mcnemar"]
+
+#: Text carried into the metadata of anything that reports a sample-level McNemar p-value.
+MCNEMAR_CAVEAT = (
+    "Sample-level McNemar p-values treat every sample as independent; samples from one "
+    "recording or patient are correlated, so these p-values are too small. Use group-level "
+    "results for claims."
+)
+#: Machine-readable code of :data:`MCNEMAR_CAVEAT`.
+MCNEMAR_CAVEAT_CODE = "mcnemar_sample_level_anti_conservative"
+
+_FAIR_COIN = 0.5
+
+
+def _as_correctness(name: str, values: ArrayLike) -> np.ndarray:
+    """Return ``values`` as a 1-D boolean array, or raise naming ``name``.
+
+    Booleans are taken as they are; numeric arrays must hold only 0 and 1
+    (NaN and every other value are rejected rather than thresholded, since a
+    score passed by mistake would otherwise be read silently).
+    """
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ComparisonError(f"{name} must be 1-D, got shape {array.shape}")
+    if array.dtype == np.bool_:
+        return array
+    if array.size and array.dtype.kind not in "biuf":
+        raise ComparisonError(
+            f"{name} must be boolean or hold only 0 and 1, got dtype {array.dtype}"
+        )
+    valid = (array == 0) | (array == 1)
+    if not np.all(valid):
+        bad = array[~valid][:5].tolist()
+        raise ComparisonError(f"{name} must be boolean or hold only 0 and 1, got values {bad}")
+    return array.astype(bool)
+
+
+def mcnemar(first_correct: ArrayLike, second_correct: ArrayLike) -> tuple[int, int, float]:
+    """Exact two-sided McNemar test of two classifiers on the same units.
+
+    Args:
+        first_correct: shape ``(n,)``, whether the first model classified each
+            unit correctly (booleans, or numbers that are all 0 or 1).
+        second_correct: shape ``(n,)``, the same for the second model, aligned
+            unit for unit with ``first_correct``.
+
+    Returns:
+        ``(only_first, only_second, p)``: the units only the first model got
+        right, the units only the second got right, and
+        ``p = min(1, 2 * BinomCDF(min(only_first, only_second); n_discordant, 1/2))``.
+        With no discordant unit (identical correctness, or empty inputs) ``p``
+        is 1.0: no disagreement is no evidence either way. Swapping the
+        arguments swaps the counts and leaves ``p`` unchanged.
+
+    Raises:
+        ComparisonError: an input is not 1-D, holds a value other than 0/1
+            (NaN included), or the shapes differ (the arrays are then not
+            aligned sample for sample, and truncating would compare different
+            samples).
+
+    Samples of one recording or patient are not independent, so a p-value on
+    such samples is anti-conservative; see :data:`MCNEMAR_CAVEAT`.
+
+    Example:
+        >>> mcnemar([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0])
+        (7, 1, 0.0703125)
+    """
+    first = _as_correctness("first_correct", first_correct)
+    second = _as_correctness("second_correct", second_correct)
+    if first.shape != second.shape:
+        raise ComparisonError(
+            "first_correct and second_correct must be aligned sample for sample, got shapes "
+            f"{first.shape} and {second.shape}"
+        )
+    only_first = int(np.count_nonzero(first & ~second))
+    only_second = int(np.count_nonzero(~first & second))
+    discordant = only_first + only_second
+    if discordant == 0:
+        return only_first, only_second, 1.0
+    smaller = min(only_first, only_second)
+    p_value = min(1.0, 2.0 * float(stats.binom.cdf(smaller, discordant, _FAIR_COIN)))
+    return only_first, only_second, p_value

@@ -1,0 +1,111 @@
+"""Reliability diagrams of the statistical report (matplotlib, imported lazily).
+
+One figure per included run: top-label calibration at group level, from the
+run's rows of ``reliability.csv``. The upper panel plots per-bin mean
+confidence against accuracy, joined by a line that breaks at empty bins (an
+empty bin is a gap, never a zero-accuracy point), with the diagonal and a
+vertical segment from each point to it showing the gap. The lower panel
+shows the fraction of groups per bin. The title carries the run's ECE as
+written in ``run_summary.csv``.
+
+Figures are drawn with the object-oriented :class:`~matplotlib.figure.Figure`
+API on an Agg canvas (no ``pyplot``, no global state) and saved without
+timestamps, so the same inputs and library versions give byte-identical
+files. The title is also stored in each file's metadata (PNG text chunk,
+PDF info dictionary), so a reader or test can check what a figure claims
+without parsing pixels. matplotlib is imported only inside
+:func:`render_reliability`, so ``--no-plots`` never imports it.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["PNG_DPI", "reliability_figure", "reliability_title", "render_reliability"]
+
+#: Resolution of the PNG figures.
+PNG_DPI = 150
+_FIGSIZE_INCHES = (5.0, 6.0)
+_HEIGHT_RATIOS = (3, 1)
+_TITLE_FONTSIZE = 9
+
+
+def reliability_title(
+    model: str, dataset: str, seed: int, n_groups: int, ece: float, bins: int, partial: bool
+) -> str:
+    """Figure title: run identity, group count and ``ECE = x.xxxx (<bins> bins, group level)``."""
+    first = f"{model} | {dataset} | seed {seed} | {n_groups} groups"
+    if partial:
+        first += " | PARTIAL"
+    return f"{first}\nECE = {ece:.4f} ({bins} bins, group level)"
+
+
+def reliability_figure(rows: pd.DataFrame, bins: int, title: str) -> Figure:
+    """Draw the two-panel reliability diagram of one run's reliability rows.
+
+    Args:
+        rows: the run's ``reliability.csv`` rows in bin order (empty bins with
+            NaN ``mean_confidence`` / ``accuracy``).
+        bins: number of equal-width bins.
+        title: the figure title.
+
+    Returns:
+        A matplotlib ``Figure`` on an Agg canvas (imports matplotlib).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=_FIGSIZE_INCHES)
+    FigureCanvasAgg(figure)
+    upper, lower = figure.subplots(
+        2, 1, sharex=True, gridspec_kw={"height_ratios": list(_HEIGHT_RATIOS)}
+    )
+    confidence = rows["mean_confidence"].to_numpy(dtype=np.float64)
+    accuracy = rows["accuracy"].to_numpy(dtype=np.float64)
+    filled = np.isfinite(confidence) & np.isfinite(accuracy)
+    upper.plot([0.0, 1.0], [0.0, 1.0], linestyle="--", color="0.5", label="perfect calibration")
+    upper.vlines(
+        confidence[filled], accuracy[filled], confidence[filled], color="tab:red", label="gap"
+    )
+    # NaN entries (empty bins) break the line, so an empty bin shows as a gap.
+    upper.plot(confidence, accuracy, marker="o", color="tab:blue", label="accuracy")
+    upper.set_xlim(0.0, 1.0)
+    upper.set_ylim(0.0, 1.0)
+    upper.set_ylabel("accuracy")
+    upper.legend(loc="upper left", fontsize="small")
+    upper.set_title(title, fontsize=_TITLE_FONTSIZE)
+    centres = (np.arange(bins) + 0.5) / bins
+    lower.bar(centres, rows["fraction"].to_numpy(dtype=np.float64), width=1.0 / bins)
+    lower.set_xlim(0.0, 1.0)
+    lower.set_xlabel("mean confidence (group level)")
+    lower.set_ylabel("fraction")
+    figure.tight_layout()
+    return figure
+
+
+def render_reliability(rows: pd.DataFrame, bins: int, title: str) -> tuple[bytes, bytes]:
+    """Render one run's reliability diagram as PNG and PDF bytes.
+
+    Args:
+        rows: the run's ``reliability.csv`` rows, ``bins`` of them, in bin order.
+        bins: number of equal-width bins.
+        title: the figure title (see :func:`reliability_title`).
+
+    Returns:
+        ``(png_bytes, pdf_bytes)``; the PNG at :data:`PNG_DPI`, the PDF vector.
+        Neither holds a timestamp; both carry ``title`` in their metadata.
+    """
+    figure = reliability_figure(rows, bins, title)
+    png, pdf = io.BytesIO(), io.BytesIO()
+    figure.savefig(png, format="png", dpi=PNG_DPI, metadata={"Title": title})
+    figure.savefig(
+        pdf, format="pdf", metadata={"Title": title, "CreationDate": None, "ModDate": None}
+    )
+    return png.getvalue(), pdf.getvalue()

@@ -1,0 +1,481 @@
+"""The statistical report: group-bootstrap tables, figures and a manifest from run folders.
+
+:func:`statistical_report` is the logic of ``deepecg report`` and of the
+Dagster asset ``statistical_report``. It is a post-processing step: it reads
+run directories, never modifies them, never loads a model, fits nothing and
+never alters a prediction. Each discovered run passes the identity contract
+(:mod:`~deepecgkit.analysis.compare.identity`) or is listed in
+``exclusions.csv`` with its reason; included runs get group-level intervals,
+both levels' point values and a reliability table and figure; with a
+reference model, every other model's run on the same dataset and seed is
+compared with the reference run (paired group bootstrap and McNemar).
+
+Every file is written atomically, CSVs first, then figures, and
+``manifest.json`` last, so the manifest's presence marks a complete report.
+Nothing in the output folder is deleted: with ``overwrite`` the files this
+call produces replace their namesakes and others are left alone (and are
+not listed in the new manifest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import numbers
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from deepecgkit.analysis._io import atomic_write_bytes
+from deepecgkit.analysis.aggregation import find_run_directories
+from deepecgkit.analysis.compare.errors import ComparisonError
+from deepecgkit.analysis.compare.identity import RunInput, assess_runs, seed_of
+from deepecgkit.analysis.compare.manifest import (
+    MANIFEST_FILENAME,
+    build_manifest,
+    manifest_bytes,
+    sha256_bytes,
+)
+from deepecgkit.analysis.compare.report_tables import (
+    EXCLUSION_COLUMNS,
+    LEVEL_METRICS_COLUMNS,
+    MCNEMAR_COLUMNS,
+    PAIRED_COLUMNS,
+    RELIABILITY_COLUMNS,
+    RUN_SUMMARY_COLUMNS,
+    ReportSettings,
+    RunScores,
+    compare_pair,
+    score_run,
+    table,
+)
+from deepecgkit.analysis.compare.resampling import check_bootstrap_settings
+from deepecgkit.analysis.constants import (
+    CONFIDENCE_LEVEL,
+    DEFAULT_BOOTSTRAP_SEED,
+    DEFAULT_N_RESAMPLES,
+    LEGACY_SEED,
+    METRICS_FILENAME,
+    MIN_TEST_GROUPS,
+    NEAR_COLLAPSE_THRESHOLD,
+    PROBABILITY_SUM_TOLERANCE,
+    REPORT_BINS,
+)
+from deepecgkit.analysis.statistics import holm_adjust
+
+__all__ = ["OUTPUT_FILES", "ReportResult", "statistical_report"]
+
+logger = logging.getLogger(__name__)
+
+#: The six CSV files of a report, in manifest order.
+OUTPUT_FILES = (
+    "run_summary.csv",
+    "level_metrics.csv",
+    "reliability.csv",
+    "paired_comparisons.csv",
+    "mcnemar.csv",
+    "exclusions.csv",
+)
+FIGURES_FOLDER = "figures"
+SCOPE_RUN = "run"
+SCOPE_COMPARISON = "comparison"
+NO_REFERENCE_RUN = "no_reference_run"
+UNKNOWN_SEED = "unknown_seed"
+_UNSAFE_NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]")
+_RUN_ID_HASH_DIGITS = 8
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What :func:`statistical_report` wrote, as frames and paths.
+
+    Attributes:
+        out_dir: the report folder.
+        run_summary, level_metrics, reliability, paired_comparisons, mcnemar,
+            exclusions: the six tables exactly as written to CSV.
+        manifest: the manifest as written to ``manifest.json`` (NaN as None).
+        figures: absolute paths of the figures written by this call.
+    """
+
+    out_dir: Path
+    run_summary: pd.DataFrame
+    level_metrics: pd.DataFrame
+    reliability: pd.DataFrame
+    paired_comparisons: pd.DataFrame
+    mcnemar: pd.DataFrame
+    exclusions: pd.DataFrame
+    manifest: dict[str, Any]
+    figures: tuple[Path, ...]
+
+
+# --- settings, roots and the output folder -----------------------------------------------------
+
+
+def _check_settings(
+    bins: object,
+    n_resamples: object,
+    confidence_level: object,
+    seed: object,
+    reference: object,
+    flags: dict[str, object],
+) -> ReportSettings:
+    """Validate the report settings; raise :class:`ComparisonError` naming the bad one."""
+    if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins < 1:
+        raise ComparisonError(f"bins must be an integer >= 1, got {bins!r}")
+    check_bootstrap_settings(n_resamples, confidence_level, seed, MIN_TEST_GROUPS)
+    if reference is not None and (not isinstance(reference, str) or not reference.strip()):
+        raise ComparisonError(f"reference must be a model name or None, got {reference!r}")
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise ComparisonError(f"{name} must be True or False, got {flag!r}")
+    return ReportSettings(
+        bins=int(bins),
+        n_resamples=int(n_resamples),  # type: ignore[call-overload]
+        confidence_level=float(confidence_level),  # type: ignore[arg-type]
+        seed=int(seed),  # type: ignore[call-overload]
+    )
+
+
+def _check_roots(roots: Sequence[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Path]:
+    """Roots as given (a single path counts as one root); each must be an existing folder."""
+    given = [roots] if isinstance(roots, (str, os.PathLike)) else list(roots)
+    if not given:
+        raise ComparisonError("no ROOT given; pass at least one folder holding run directories")
+    paths = [Path(root) for root in given]
+    for path in paths:
+        if not path.is_dir():
+            raise FileNotFoundError(f"ROOT {path} does not exist or is not a directory")
+    return paths
+
+
+def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
+    """Refuse a non-empty output folder unless ``overwrite`` (before any run is read)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise FileExistsError(f"output path {out_dir} exists and is not a directory")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+        raise FileExistsError(
+            f"refusing to overwrite existing report at {out_dir} (use --overwrite)"
+        )
+
+
+def _run_ids(roots: list[Path], run_dirs: list[Path]) -> list[tuple[str, Path]]:
+    """``(run_id, resolved path)``: paths relative to the roots' common base, POSIX form.
+
+    The base is the common path of the resolved roots, or its parent when it
+    is itself a run directory, so a root passed as a run directory still has
+    a non-empty ``run_id``.
+    """
+    resolved_roots = [root.resolve() for root in roots]
+    base = Path(os.path.commonpath([str(root) for root in resolved_roots]))
+    if (base / METRICS_FILENAME).is_file():
+        base = base.parent
+    identified = []
+    for directory in run_dirs:
+        resolved = directory.resolve()
+        identified.append((Path(os.path.relpath(resolved, base)).as_posix(), resolved))
+    return identified
+
+
+# --- computing -----------------------------------------------------------------------------------
+
+
+def _exclusion_row(run: RunInput) -> dict[str, Any]:
+    return {
+        "scope": SCOPE_RUN,
+        "run_id": run.run_id,
+        "model": run.model,
+        "dataset": run.dataset,
+        "seed": run.seed,
+        "reference_run_id": None,
+        "reason": run.reason,
+        "detail": run.detail,
+    }
+
+
+def _comparison_row(
+    candidate: RunInput, reference: RunInput | None, reason: str, detail: str
+) -> dict[str, Any]:
+    return {
+        "scope": SCOPE_COMPARISON,
+        "run_id": candidate.run_id,
+        "model": candidate.model,
+        "dataset": candidate.dataset,
+        "seed": candidate.seed,
+        "reference_run_id": None if reference is None else reference.run_id,
+        "reason": reason,
+        "detail": detail,
+    }
+
+
+def _comparisons(
+    included: list[RunInput], reference_model: str, settings: ReportSettings
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Paired rows, McNemar rows and comparison-scope exclusions against the reference model."""
+    references = {
+        (run.dataset, run.seed): run
+        for run in included
+        if run.model == reference_model and run.seed != LEGACY_SEED
+    }
+    candidates = sorted(
+        (run for run in included if run.model != reference_model),
+        key=lambda run: (str(run.dataset), seed_of(run), str(run.model), run.run_id),
+    )
+    paired: list[dict[str, Any]] = []
+    mcnemar_rows: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = []
+    for candidate in candidates:
+        if candidate.seed == LEGACY_SEED:
+            rejected.append(
+                _comparison_row(
+                    candidate,
+                    None,
+                    UNKNOWN_SEED,
+                    "the run's seed is unknown, so it cannot be paired",
+                )
+            )
+            continue
+        reference = references.get((candidate.dataset, candidate.seed))
+        if reference is None:
+            rejected.append(
+                _comparison_row(
+                    candidate,
+                    None,
+                    NO_REFERENCE_RUN,
+                    f"no included {reference_model} run on dataset {candidate.dataset} "
+                    f"with seed {candidate.seed}",
+                )
+            )
+            continue
+        outcome = compare_pair(reference, candidate, settings)
+        if outcome.reason is not None:
+            rejected.append(_comparison_row(candidate, reference, outcome.reason, outcome.detail))
+            continue
+        paired.extend(outcome.paired)
+        mcnemar_rows.extend(outcome.mcnemar)
+    return paired, mcnemar_rows, rejected
+
+
+def _with_holm(paired: pd.DataFrame) -> pd.DataFrame:
+    """Fill ``p_holm``: Holm over the rows sharing ``(dataset, metric)``."""
+    if paired.empty:
+        return paired
+    adjusted = paired.groupby(["dataset", "metric"], sort=False)["p_value"].transform(holm_adjust)
+    return paired.assign(p_holm=adjusted.astype("float64"))
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def _csv_bytes(frame: pd.DataFrame) -> bytes:
+    """UTF-8 CSV: header, no index, NaN as an empty field, full float precision."""
+    return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+def _safe(text: str) -> str:
+    return _UNSAFE_NAME_CHARACTERS.sub("_", text)
+
+
+def _figure_stem(run: RunInput) -> str:
+    digest = hashlib.sha256(run.run_id.encode("utf-8")).hexdigest()[:_RUN_ID_HASH_DIGITS]
+    return f"reliability_{_safe(str(run.model))}_{_safe(str(run.dataset))}_seed{run.seed}_{digest}"
+
+
+def _write_figures(
+    out_dir: Path,
+    included: list[RunInput],
+    scores: dict[str, RunScores],
+    reliability: pd.DataFrame,
+    bins: int,
+) -> tuple[list[dict[str, str]], list[Path], str]:
+    """Draw and write each included run's PNG and PDF; return index entries, paths, source hash."""
+    from deepecgkit.analysis.compare import reliability_plot
+
+    entries: list[dict[str, str]] = []
+    paths: list[Path] = []
+    for run in included:
+        rows = reliability[reliability["run_id"] == run.run_id]
+        title = reliability_plot.reliability_title(
+            str(run.model),
+            str(run.dataset),
+            seed_of(run),
+            scores[run.run_id].n_groups,
+            scores[run.run_id].ece,
+            bins,
+            bool(run.partial_reasons),
+        )
+        png, pdf = reliability_plot.render_reliability(rows, bins, title)
+        stem = _figure_stem(run)
+        for extension, data in (("png", png), ("pdf", pdf)):
+            relative = f"{FIGURES_FOLDER}/{stem}.{extension}"
+            paths.append(atomic_write_bytes(out_dir / relative, data))
+            entries.append(
+                {
+                    "run_id": run.run_id,
+                    "path": relative,
+                    "format": extension,
+                    "sha256": sha256_bytes(data),
+                }
+            )
+    source = Path(reliability_plot.__file__).read_bytes()
+    return entries, paths, sha256_bytes(source)
+
+
+def statistical_report(
+    roots: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    *,
+    bins: int = REPORT_BINS,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    reference: str | None = None,
+    allow_partial: bool = False,
+    plots: bool = True,
+    overwrite: bool = False,
+    seed: int = DEFAULT_BOOTSTRAP_SEED,
+) -> ReportResult:
+    """Build the statistical report of every run directory under ``roots``.
+
+    Args:
+        roots: folders searched at any depth for run directories (a folder
+            holding ``classification_metrics.csv``); a root may itself be one.
+        out_dir: report folder; created if missing.
+        bins: equal-width bins of the report's group-level ECE and diagrams (>= 1).
+        n_resamples: bootstrap resamples per run and per pair (>= 1).
+        confidence_level: two-sided coverage, strictly between 0 and 1.
+        reference: model every other model is compared with, per dataset and
+            seed; None writes header-only paired files.
+        allow_partial: admit runs whose only failures are partial reasons
+            (missing metadata/fingerprint/split information, incomplete
+            predictions), marked ``partial``.
+        plots: draw reliability figures (False never imports matplotlib).
+        overwrite: allow writing into a non-empty ``out_dir``.
+        seed: seed of every bootstrap (each run and pair reseeds with it).
+
+    Returns:
+        :class:`ReportResult`. When runs were found but none passed the
+        contract, the report (exclusions and manifest) is still written and
+        returned; its ``run_summary`` is empty.
+
+    Raises:
+        FileNotFoundError: a ROOT does not exist.
+        FileExistsError: ``out_dir`` is not empty and ``overwrite`` is False
+            (checked before any run is read), or is a file.
+        ComparisonError: an invalid setting, no run directory found, or a
+            ``reference`` that no discovered run names (nothing is written).
+    """
+    settings = _check_settings(
+        bins,
+        n_resamples,
+        confidence_level,
+        seed,
+        reference,
+        {"allow_partial": allow_partial, "plots": plots, "overwrite": overwrite},
+    )
+    root_paths = _check_roots(roots)
+    out_path = Path(out_dir)
+    _check_out_dir(out_path, overwrite)
+
+    run_dirs = find_run_directories(root_paths, recursive=True)
+    if not run_dirs:
+        raise ComparisonError(
+            f"no run directory (a folder holding {METRICS_FILENAME}) found under "
+            + ", ".join(str(p) for p in root_paths)
+        )
+    runs = sorted(
+        assess_runs(_run_ids(root_paths, run_dirs), allow_partial=allow_partial),
+        key=lambda run: run.run_id,
+    )
+    if reference is not None and reference not in {run.model for run in runs}:
+        known = sorted({run.model for run in runs if run.model is not None})
+        raise ComparisonError(
+            f"reference model {reference!r} is not the model of any discovered run "
+            f"(models found: {', '.join(known) or 'none'})"
+        )
+    included = [run for run in runs if not run.excluded]
+    scores = {run.run_id: score_run(run, settings) for run in included}
+    if reference is not None:
+        paired_rows, mcnemar_rows, rejected = _comparisons(included, reference, settings)
+    else:
+        paired_rows, mcnemar_rows, rejected = [], [], []
+
+    frames = {
+        "run_summary.csv": table(
+            [row for s in scores.values() for row in s.summary], RUN_SUMMARY_COLUMNS
+        ),
+        "level_metrics.csv": table(
+            [row for s in scores.values() for row in s.levels], LEVEL_METRICS_COLUMNS
+        ),
+        "reliability.csv": table(
+            [row for s in scores.values() for row in s.reliability], RELIABILITY_COLUMNS
+        ),
+        "paired_comparisons.csv": _with_holm(table(paired_rows, PAIRED_COLUMNS)),
+        "mcnemar.csv": table(mcnemar_rows, MCNEMAR_COLUMNS),
+        "exclusions.csv": table(
+            [_exclusion_row(run) for run in runs if run.excluded]
+            + sorted(rejected, key=lambda row: row["run_id"]),
+            EXCLUSION_COLUMNS,
+        ),
+    }
+
+    outputs = []
+    for name in OUTPUT_FILES:
+        data = _csv_bytes(frames[name])
+        atomic_write_bytes(out_path / name, data)
+        outputs.append({"path": name, "sha256": sha256_bytes(data)})
+    figure_entries: list[dict[str, str]] = []
+    figure_paths: list[Path] = []
+    plotting_source = None
+    if plots:
+        figure_entries, figure_paths, plotting_source = _write_figures(
+            out_path, included, scores, frames["reliability.csv"], settings.bins
+        )
+    manifest = build_manifest(
+        roots=[root.resolve() for root in root_paths],
+        settings={
+            "bins": settings.bins,
+            "n_resamples": settings.n_resamples,
+            "confidence_level": settings.confidence_level,
+            "seed": settings.seed,
+            "reference": reference,
+            "allow_partial": allow_partial,
+            "plots": plots,
+            "stratified": True,
+            "group_aggregation": "mean_probability",
+            "interval": "percentile",
+            "probability_sum_tolerance": PROBABILITY_SUM_TOLERANCE,
+            "near_collapse_threshold": NEAR_COLLAPSE_THRESHOLD,
+            "min_test_groups": MIN_TEST_GROUPS,
+        },
+        runs=runs,
+        outputs=outputs,
+        figures=figure_entries,
+        plotting_source_sha256=plotting_source,
+        too_few_groups=[run_id for run_id, s in scores.items() if s.too_few_groups],
+        sample_level_anti_conservative=bool(frames["mcnemar.csv"]["anti_conservative"].any()),
+    )
+    data = manifest_bytes(manifest)
+    atomic_write_bytes(out_path / MANIFEST_FILENAME, data)
+    logger.info(
+        "report written to %s: %d runs included, %d excluded, %d comparison rows",
+        out_path,
+        len(included),
+        len(runs) - len(included),
+        len(frames["paired_comparisons.csv"]),
+    )
+    return ReportResult(
+        out_dir=out_path,
+        run_summary=frames["run_summary.csv"],
+        level_metrics=frames["level_metrics.csv"],
+        reliability=frames["reliability.csv"],
+        paired_comparisons=frames["paired_comparisons.csv"],
+        mcnemar=frames["mcnemar.csv"],
+        exclusions=frames["exclusions.csv"],
+        manifest=json.loads(data.decode("utf-8")),
+        figures=tuple(path.resolve() for path in figure_paths),
+    )

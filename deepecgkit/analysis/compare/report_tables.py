@@ -1,0 +1,470 @@
+"""Rows of the statistical report's tables, one run or one pair at a time.
+
+Column lists and their order are part of the contract (comparisons.md §6.6,
+§6.8) and are defined here once. Every interval is a stratified group
+bootstrap seeded with the report's seed, so a run's intervals do not depend
+on which other runs are in the report; all metrics of a run (or pair) are
+evaluated on one count matrix, which gives the same numbers as one
+:func:`cluster_bootstrap_metric` call per metric.
+
+Levels: ``group`` is the unit of every estimate and interval (probabilities
+averaged per group); ``sample`` values are diagnostics only. The report's
+``ece`` uses the report's bins at group level and must not be compared with
+the sample-level ``ece`` column of ``classification_metrics.csv``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from deepecgkit.analysis.compare.batch_metrics import (
+    COLLAPSE_FLAGS,
+    METRIC_DIRECTIONS,
+    BatchMetric,
+    batch_metric,
+    calibration_bin,
+    report_metric_names,
+)
+from deepecgkit.analysis.compare.bootstrap import (
+    difference_from_grouped,
+    draw_for,
+    interval_from_grouped,
+)
+from deepecgkit.analysis.compare.errors import ComparisonError
+from deepecgkit.analysis.compare.groups import GroupedData, aggregate_groups
+from deepecgkit.analysis.compare.identity import RunInput, ValidPredictions
+from deepecgkit.analysis.compare.mcnemar import mcnemar
+from deepecgkit.analysis.compare.resampling import evaluate_metric
+from deepecgkit.analysis.constants import (
+    LOWER_IS_BETTER,
+    MIN_TEST_GROUPS,
+    NEAR_COLLAPSE_THRESHOLD,
+    REPORT_PAIRED_METRICS,
+)
+
+__all__ = [
+    "EXCLUSION_COLUMNS",
+    "LEVEL_METRICS_COLUMNS",
+    "MCNEMAR_COLUMNS",
+    "PAIRED_COLUMNS",
+    "RELIABILITY_COLUMNS",
+    "RUN_SUMMARY_COLUMNS",
+    "PairOutcome",
+    "ReportSettings",
+    "RunScores",
+    "compare_pair",
+    "score_run",
+    "table",
+]
+
+RUN_SUMMARY_COLUMNS = {
+    "run_id": "str",
+    "model": "str",
+    "dataset": "str",
+    "seed": "int64",
+    "params_fingerprint": "str",
+    "partial": "bool",
+    "n_samples": "int64",
+    "n_groups": "int64",
+    "metric": "str",
+    "direction": "str",
+    "estimate": "float64",
+    "ci_low": "float64",
+    "ci_high": "float64",
+    "n_resamples": "Int64",
+    "n_valid_resamples": "Int64",
+    "confidence_level": "float64",
+}
+LEVEL_METRICS_COLUMNS = {
+    "run_id": "str",
+    "model": "str",
+    "dataset": "str",
+    "seed": "int64",
+    "level": "str",
+    "n_units": "int64",
+    "metric": "str",
+    "value": "float64",
+}
+RELIABILITY_COLUMNS = {
+    "run_id": "str",
+    "model": "str",
+    "dataset": "str",
+    "seed": "int64",
+    "bin": "int64",
+    "bin_lower": "float64",
+    "bin_upper": "float64",
+    "count": "int64",
+    "fraction": "float64",
+    "mean_confidence": "float64",
+    "accuracy": "float64",
+    "gap": "float64",
+}
+PAIRED_COLUMNS = {
+    "dataset": "str",
+    "seed": "int64",
+    "reference_model": "str",
+    "candidate_model": "str",
+    "reference_run_id": "str",
+    "candidate_run_id": "str",
+    "partial": "bool",
+    "metric": "str",
+    "higher_is_better": "bool",
+    "n_samples": "int64",
+    "n_groups": "int64",
+    "reference_value": "float64",
+    "candidate_value": "float64",
+    "delta": "float64",
+    "ci_low": "float64",
+    "ci_high": "float64",
+    "p_value": "float64",
+    "p_holm": "float64",
+    "probability_candidate_better": "float64",
+    "n_resamples": "int64",
+    "n_valid_resamples": "int64",
+    "confidence_level": "float64",
+}
+MCNEMAR_COLUMNS = {
+    "dataset": "str",
+    "seed": "int64",
+    "reference_model": "str",
+    "candidate_model": "str",
+    "reference_run_id": "str",
+    "candidate_run_id": "str",
+    "level": "str",
+    "n_units": "int64",
+    "only_reference_correct": "int64",
+    "only_candidate_correct": "int64",
+    "p_value": "float64",
+    "anti_conservative": "bool",
+}
+EXCLUSION_COLUMNS = {
+    "scope": "str",
+    "run_id": "str",
+    "model": "str",
+    "dataset": "str",
+    "seed": "Int64",
+    "reference_run_id": "str",
+    "reason": "str",
+    "detail": "str",
+}
+
+LEVEL_SAMPLE = "sample"
+LEVEL_GROUP = "group"
+CLASS_MISMATCH = "class_mismatch"
+UNMATCHED_SAMPLES = "unmatched_samples"
+LABEL_MISMATCH = "label_mismatch"
+_MAX_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """Settings shared by every bootstrap of one report."""
+
+    bins: int
+    n_resamples: int
+    confidence_level: float
+    seed: int
+
+
+@dataclass
+class RunScores:
+    """Everything the report writes about one included run."""
+
+    summary: list[dict[str, Any]] = field(default_factory=list)
+    levels: list[dict[str, Any]] = field(default_factory=list)
+    reliability: list[dict[str, Any]] = field(default_factory=list)
+    ece: float = math.nan
+    n_groups: int = 0
+    too_few_groups: bool = False
+
+
+@dataclass
+class PairOutcome:
+    """Rows of one accepted pair, or the reason it was rejected."""
+
+    paired: list[dict[str, Any]] = field(default_factory=list)
+    mcnemar: list[dict[str, Any]] = field(default_factory=list)
+    reason: str | None = None
+    detail: str = ""
+
+
+def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
+    """A frame with exactly ``columns`` in order and their dtypes (also when empty)."""
+    frame = pd.DataFrame(rows, columns=list(columns))
+    return frame.astype(columns)
+
+
+def _validated(run: RunInput) -> ValidPredictions:
+    """The validated predictions of an included run."""
+    if run.data is None:
+        raise ComparisonError(f"run {run.run_id} has no validated predictions; it is not included")
+    return run.data
+
+
+def _report_metrics(n_classes: int, bins: int) -> dict[str, BatchMetric]:
+    """The batch metric of every interval metric, in canonical order."""
+    return {
+        name: batch_metric(name, bins=bins)
+        for name in report_metric_names(n_classes)
+        if name not in COLLAPSE_FLAGS
+    }
+
+
+def _collapse_flags(max_fraction: float) -> dict[str, float]:
+    """Point-only class-collapse flags from the largest predicted-class fraction."""
+    return {
+        "exact_class_collapse": 1.0 if max_fraction == 1.0 else 0.0,
+        "near_class_collapse": 1.0 if max_fraction >= NEAR_COLLAPSE_THRESHOLD else 0.0,
+    }
+
+
+def _point_values(
+    metrics: dict[str, BatchMetric], labels: np.ndarray, prob: np.ndarray
+) -> dict[str, float]:
+    """Every report metric once on all units (interval metrics and collapse flags)."""
+    ones = np.ones((1, labels.size))
+    values = {
+        name: float(evaluate_metric(metric, labels, prob, ones)[0])
+        for name, metric in metrics.items()
+    }
+    values.update(_collapse_flags(values["max_predicted_class_fraction"]))
+    return values
+
+
+def _reliability(grouped: GroupedData, bins: int) -> list[dict[str, Any]]:
+    """Per-bin top-label calibration at group level, empty bins included."""
+    prob = grouped.probs[0]
+    pred = np.argmax(prob, axis=1)
+    confidence = prob[np.arange(pred.size), pred]
+    correct = (pred == grouped.labels).astype(np.float64)
+    index = calibration_bin(confidence, bins)
+    counts = np.bincount(index, minlength=bins)
+    confidence_sums = np.bincount(index, weights=confidence, minlength=bins)
+    correct_sums = np.bincount(index, weights=correct, minlength=bins)
+    rows = []
+    for b in range(bins):
+        count = int(counts[b])
+        mean_confidence = confidence_sums[b] / count if count else math.nan
+        accuracy = correct_sums[b] / count if count else math.nan
+        rows.append(
+            {
+                "bin": b,
+                "bin_lower": b / bins,
+                "bin_upper": (b + 1) / bins,
+                "count": count,
+                "fraction": count / grouped.n_groups,
+                "mean_confidence": mean_confidence,
+                "accuracy": accuracy,
+                "gap": mean_confidence - accuracy,
+            }
+        )
+    return rows
+
+
+def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
+    """Group-level intervals, both levels' point values and the reliability table of one run."""
+    data = _validated(run)
+    identity = {"run_id": run.run_id, "model": run.model, "dataset": run.dataset, "seed": run.seed}
+    metrics = _report_metrics(data.n_classes, settings.bins)
+    grouped, weights = draw_for(
+        aggregate_groups(data.y_true, (data.prob,), data.group_id),
+        settings.n_resamples,
+        settings.seed,
+        stratify=True,
+        min_groups=MIN_TEST_GROUPS,
+    )
+    too_few = weights is None
+    scores = RunScores(n_groups=grouped.n_groups, too_few_groups=too_few)
+    common = {
+        **identity,
+        "params_fingerprint": run.fingerprint,
+        "partial": bool(run.partial_reasons),
+        "n_samples": grouped.n_samples,
+        "n_groups": grouped.n_groups,
+    }
+    group_values: dict[str, float] = {}
+    for name, metric in metrics.items():
+        interval = interval_from_grouped(
+            grouped,
+            metric,
+            name,
+            weights,
+            n_resamples=settings.n_resamples,
+            confidence_level=settings.confidence_level,
+            seed=settings.seed,
+            stratified=True,
+        )
+        group_values[name] = interval.estimate
+        scores.summary.append(
+            {
+                **common,
+                "metric": name,
+                "direction": METRIC_DIRECTIONS.get(name, "higher"),
+                "estimate": interval.estimate,
+                "ci_low": interval.ci_low,
+                "ci_high": interval.ci_high,
+                "n_resamples": interval.n_resamples,
+                "n_valid_resamples": interval.n_valid_resamples,
+                "confidence_level": interval.confidence_level,
+            }
+        )
+    for name, value in _collapse_flags(group_values["max_predicted_class_fraction"]).items():
+        group_values[name] = value
+        scores.summary.append(
+            {**common, "metric": name, "direction": METRIC_DIRECTIONS[name], "estimate": value}
+        )
+    sample_values = _point_values(metrics, data.y_true, data.prob)
+    for level, n_units, values in (
+        (LEVEL_SAMPLE, grouped.n_samples, sample_values),
+        (LEVEL_GROUP, grouped.n_groups, group_values),
+    ):
+        scores.levels.extend(
+            {**identity, "level": level, "n_units": n_units, "metric": name, "value": value}
+            for name, value in values.items()
+        )
+    scores.reliability = [{**identity, **row} for row in _reliability(grouped, settings.bins)]
+    scores.ece = group_values["ece"]
+    return scores
+
+
+def _shown(values: Any) -> str:
+    items = list(values)
+    text = ", ".join(repr(v) for v in items[:_MAX_SHOWN])
+    return text + (f" (+{len(items) - _MAX_SHOWN} more)" if len(items) > _MAX_SHOWN else "")
+
+
+def _align(
+    reference: ValidPredictions, candidate: ValidPredictions
+) -> tuple[np.ndarray | None, str | None, str]:
+    """Candidate row order matching the reference's samples, or a rejection reason."""
+    if reference.n_classes != candidate.n_classes:
+        return (
+            None,
+            CLASS_MISMATCH,
+            f"reference has {reference.n_classes} classes, candidate {candidate.n_classes}",
+        )
+    only_reference = np.setdiff1d(reference.sample_id, candidate.sample_id)
+    only_candidate = np.setdiff1d(candidate.sample_id, reference.sample_id)
+    if only_reference.size or only_candidate.size:
+        return (
+            None,
+            UNMATCHED_SAMPLES,
+            f"{only_reference.size} sample_id only in the reference "
+            f"({_shown(only_reference.tolist())}), {only_candidate.size} only in the candidate "
+            f"({_shown(only_candidate.tolist())})",
+        )
+    order = pd.Index(candidate.sample_id).get_indexer(reference.sample_id)
+    differs = (candidate.group_id[order] != reference.group_id) | (
+        candidate.y_true[order] != reference.y_true
+    )
+    if differs.any():
+        return (
+            None,
+            LABEL_MISMATCH,
+            f"{int(differs.sum())} samples differ in group_id or y_true, e.g. "
+            f"{_shown(reference.sample_id[differs].tolist())}",
+        )
+    return order, None, ""
+
+
+def _mcnemar_rows(
+    base: dict[str, Any],
+    reference: ValidPredictions,
+    candidate_prob: np.ndarray,
+    grouped: GroupedData,
+) -> list[dict[str, Any]]:
+    """Sample- and group-level McNemar rows (reference first, as in ``mcnemar.csv``)."""
+    rows = []
+    levels = (
+        (LEVEL_SAMPLE, reference.y_true, reference.prob, candidate_prob),
+        (LEVEL_GROUP, grouped.labels, grouped.probs[1], grouped.probs[0]),
+    )
+    for level, labels, prob_reference, prob_candidate in levels:
+        reference_correct = np.argmax(prob_reference, axis=1) == labels
+        candidate_correct = np.argmax(prob_candidate, axis=1) == labels
+        only_reference, only_candidate, p_value = mcnemar(reference_correct, candidate_correct)
+        rows.append(
+            {
+                **base,
+                "level": level,
+                "n_units": int(labels.size),
+                "only_reference_correct": only_reference,
+                "only_candidate_correct": only_candidate,
+                "p_value": p_value,
+                "anti_conservative": level == LEVEL_SAMPLE and grouped.n_samples > grouped.n_groups,
+            }
+        )
+    return rows
+
+
+def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSettings) -> PairOutcome:
+    """Paired bootstrap and McNemar rows of ``candidate`` against ``reference``.
+
+    The bootstrap is ``cluster_bootstrap_difference(y, prob_candidate,
+    prob_reference, group_id, ...)``: ``delta = candidate - reference``.
+    ``p_holm`` is left NaN here; the report fills it per ``(dataset, metric)``.
+    """
+    ref_data, cand_data = _validated(reference), _validated(candidate)
+    order, reason, detail = _align(ref_data, cand_data)
+    if order is None:
+        return PairOutcome(reason=reason, detail=detail)
+    candidate_prob = cand_data.prob[order]
+    grouped, weights = draw_for(
+        aggregate_groups(ref_data.y_true, (candidate_prob, ref_data.prob), ref_data.group_id),
+        settings.n_resamples,
+        settings.seed,
+        stratify=True,
+        min_groups=MIN_TEST_GROUPS,
+    )
+    base = {
+        "dataset": reference.dataset,
+        "seed": reference.seed,
+        "reference_model": reference.model,
+        "candidate_model": candidate.model,
+        "reference_run_id": reference.run_id,
+        "candidate_run_id": candidate.run_id,
+    }
+    outcome = PairOutcome()
+    partial = bool(reference.partial_reasons or candidate.partial_reasons)
+    for name in REPORT_PAIRED_METRICS:
+        result = difference_from_grouped(
+            grouped,
+            batch_metric(name, bins=settings.bins),
+            name,
+            weights,
+            n_resamples=settings.n_resamples,
+            confidence_level=settings.confidence_level,
+            seed=settings.seed,
+            stratified=True,
+        )
+        higher = name not in LOWER_IS_BETTER
+        outcome.paired.append(
+            {
+                **base,
+                "partial": partial,
+                "metric": name,
+                "higher_is_better": higher,
+                "n_samples": result.n_samples,
+                "n_groups": result.n_groups,
+                "reference_value": result.estimate_b,
+                "candidate_value": result.estimate_a,
+                "delta": result.difference,
+                "ci_low": result.ci_low,
+                "ci_high": result.ci_high,
+                "p_value": result.p_value,
+                "p_holm": math.nan,
+                "probability_candidate_better": (
+                    result.prob_a_larger if higher else result.prob_a_smaller
+                ),
+                "n_resamples": result.n_resamples,
+                "n_valid_resamples": result.n_valid_resamples,
+                "confidence_level": result.confidence_level,
+            }
+        )
+    outcome.mcnemar = _mcnemar_rows(base, ref_data, candidate_prob, grouped)
+    return outcome

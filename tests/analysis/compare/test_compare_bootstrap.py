@@ -1,0 +1,261 @@
+"""Group bootstrap: draw contract, stratification, invariances, p-value, coverage, errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from deepecgkit.analysis.compare import (
+    BootstrapDifference,
+    BootstrapInterval,
+    ComparisonError,
+    batch_metric,
+    cluster_bootstrap_difference,
+    cluster_bootstrap_metric,
+    resampling,
+)
+from deepecgkit.analysis.compare.bootstrap import difference_statistics
+from deepecgkit.analysis.compare.resampling import draw_counts
+
+N_RESAMPLES = 300
+
+
+def _pair(predictions, seed: int = 0, **kwargs) -> tuple:
+    a = predictions(seed, **kwargs)
+    b = predictions(seed + 50, **kwargs)
+    return a["y_true"], a["prob"], b["prob"], a["group_id"]
+
+
+def _fields(result) -> dict:
+    return {k: v for k, v in vars(result).items() if not isinstance(v, np.ndarray)}
+
+
+def test_draws_follow_the_documented_generator_calls() -> None:
+    labels = np.array([2, 0, 1, 0, 2, 2, 1, 0, 0])
+    weights = draw_counts(labels, 50, seed=11, stratify=True)
+    rng = np.random.default_rng(11)
+    expected = np.zeros((50, labels.size))
+    for c in (0, 1, 2):
+        members = np.flatnonzero(labels == c)
+        draws = rng.integers(0, members.size, size=(50, members.size))
+        for r in range(50):
+            np.add.at(expected[r], members[draws[r]], 1)
+    np.testing.assert_array_equal(weights, expected)
+
+    unstratified = draw_counts(labels, 50, seed=11, stratify=False)
+    draws = np.random.default_rng(11).integers(0, labels.size, size=(50, labels.size))
+    expected = np.stack([np.bincount(row, minlength=labels.size) for row in draws])
+    np.testing.assert_array_equal(unstratified, expected)
+
+
+def test_stratified_resamples_keep_every_class_group_count() -> None:
+    labels = np.repeat([0, 1, 2, 3], [40, 7, 1, 12])
+    weights = draw_counts(labels, 1000, seed=0, stratify=True)
+    for c in range(4):
+        np.testing.assert_array_equal(weights[:, labels == c].sum(axis=1), np.sum(labels == c))
+    unstratified = draw_counts(labels, 1000, seed=0, stratify=False)
+    assert np.all(unstratified.sum(axis=1) == labels.size)
+    assert np.unique(unstratified[:, labels == 2].sum(axis=1)).size > 1
+
+
+def test_same_seed_reproduces_bit_for_bit(predictions) -> None:
+    y, prob_a, prob_b, groups = _pair(predictions, n_groups=30)
+    first = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=5)
+    second = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=5)
+    assert _fields(first) == _fields(second)
+    np.testing.assert_array_equal(first.differences, second.differences)
+    other = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=6)
+    assert not np.array_equal(first.differences, other.differences)
+
+
+@pytest.mark.parametrize("metric", ["auroc", "ece", "macro_f1", "nll"])
+def test_row_order_does_not_matter(predictions, metric: str) -> None:
+    y, prob_a, prob_b, groups = _pair(predictions, n_groups=25, per_group=4)
+    order = np.random.default_rng(1).permutation(y.size)
+    base = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES)
+    shuffled = cluster_bootstrap_difference(
+        y[order], prob_a[order], prob_b[order], groups[order], metric, N_RESAMPLES
+    )
+    for name in ("estimate_a", "estimate_b", "difference", "ci_low", "ci_high", "p_value"):
+        assert getattr(shuffled, name) == pytest.approx(getattr(base, name), abs=1e-12)
+    np.testing.assert_allclose(shuffled.differences, base.differences, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["auroc", "macro_auprc", "balanced_accuracy", "ece"])
+def test_chunk_size_does_not_change_results(predictions, monkeypatch, metric: str) -> None:
+    y, prob_a, prob_b, groups = _pair(predictions, n_groups=24)
+    whole = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES)
+    monkeypatch.setattr(resampling, "MAX_BLOCK_ELEMENTS", 24 * 7)  # chunks of 7 resamples
+    chunked = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES)
+    np.testing.assert_allclose(chunked.differences, whole.differences, rtol=0, atol=1e-12)
+    assert (chunked.ci_low, chunked.ci_high) == pytest.approx((whole.ci_low, whole.ci_high))
+    assert chunked.p_value == whole.p_value
+
+
+def test_identical_predictions_give_zero_difference_and_p_one(predictions) -> None:
+    y, prob, _, groups = _pair(predictions, n_groups=20)
+    for metric in ("accuracy", "auroc", "brier", "ece"):
+        result = cluster_bootstrap_difference(y, prob, prob, groups, metric, N_RESAMPLES)
+        assert result.difference == 0.0
+        assert result.p_value == 1.0
+        assert result.prob_a_larger == 0.0 and result.prob_a_smaller == 0.0
+        assert result.ci_low == 0.0 and result.ci_high == 0.0
+
+
+def test_too_few_groups_keeps_the_point_estimate_only(predictions) -> None:
+    y, prob_a, prob_b, groups = _pair(predictions, n_groups=9)
+    result = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "accuracy")
+    assert math.isfinite(result.difference) and result.n_groups == 9
+    for name in ("ci_low", "ci_high", "p_value", "prob_a_larger", "prob_a_smaller"):
+        assert math.isnan(getattr(result, name))
+    assert result.n_valid_resamples == 0 and result.differences.size == 0
+    interval = cluster_bootstrap_metric(y, prob_a, groups, "accuracy")
+    assert math.isnan(interval.ci_low) and interval.values.size == 0
+    assert cluster_bootstrap_metric(y, prob_a, groups, "accuracy", min_groups=9).values.size
+
+
+def test_worked_p_value_check() -> None:
+    d = np.array([0.02, 0.01, -0.01, 0.03, 0.00, 0.04, 0.02, 0.05, 0.01])
+    ci_low, ci_high, p_value, larger, smaller = difference_statistics(d, 0.95)
+    assert p_value == pytest.approx(0.6)
+    assert larger == pytest.approx(7 / 9) and smaller == pytest.approx(1 / 9)
+    assert ci_low == pytest.approx(-0.008) and ci_high == pytest.approx(0.048)
+    assert all(math.isnan(v) for v in difference_statistics(np.empty(0), 0.95))
+    assert difference_statistics(np.full(999, 0.1), 0.95)[2] == pytest.approx(2 / 1000)
+
+
+def test_result_fields_and_interval_definition(predictions) -> None:
+    y, prob_a, prob_b, groups = _pair(predictions, n_groups=30, per_group=2)
+    result = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "brier", 200, 0.9, 3)
+    assert isinstance(result, BootstrapDifference)
+    assert list(vars(result)) == [
+        "metric", "estimate_a", "estimate_b", "difference", "ci_low", "ci_high", "p_value",
+        "prob_a_larger", "prob_a_smaller", "n_samples", "n_groups", "n_resamples",
+        "n_valid_resamples", "confidence_level", "seed", "stratified", "differences",
+    ]  # fmt: skip
+    assert (result.metric, result.n_samples, result.n_groups) == ("brier", 60, 30)
+    assert (result.n_resamples, result.n_valid_resamples, result.seed) == (200, 200, 3)
+    alpha = 1 - 0.9  # as specified: alpha/2 is then 0.04999999999999999, not 0.05
+    low, high = np.quantile(result.differences, [alpha / 2, 1 - alpha / 2])
+    assert (result.ci_low, result.ci_high) == (low, high)
+
+    interval = cluster_bootstrap_metric(y, prob_a, groups, "brier", 200, 0.9, 3)
+    assert isinstance(interval, BootstrapInterval)
+    # Paired: the same draws score both models, so a's values are the same as alone.
+    other = cluster_bootstrap_metric(y, prob_b, groups, "brier", 200, 0.9, 3)
+    np.testing.assert_allclose(interval.values - other.values, result.differences, atol=1e-15)
+    assert interval.estimate == result.estimate_a
+
+
+def test_groups_are_scored_on_mean_probabilities() -> None:
+    y = np.array([0, 0, 1, 1, 1])
+    prob = np.array([[0.9, 0.1], [0.2, 0.8], [0.4, 0.6], [0.3, 0.7], [0.8, 0.2]])
+    groups = np.array([7, 7, "8", 8, 9], dtype=object)  # 7 and "7" would be one group too
+    result = cluster_bootstrap_metric(y, prob, groups, "brier", min_groups=1)
+    group_prob = np.array([[0.55, 0.45], [0.35, 0.65], [0.8, 0.2]])
+    group_y = np.array([0, 1, 1])
+    expected = np.mean(np.sum((group_prob - np.eye(2)[group_y]) ** 2, axis=1))
+    assert result.estimate == pytest.approx(expected) and result.n_groups == 3
+    binary = cluster_bootstrap_metric(y, prob[:, 1], groups, "brier", min_groups=1)
+    assert binary.estimate == pytest.approx(expected)
+    same = cluster_bootstrap_metric(y, prob, np.array(["7", "7", "8", "8", "9"]), "brier", 50)
+    assert same.n_groups == 3
+
+
+def test_invalid_resamples_are_dropped_and_counted(predictions) -> None:
+    y, prob_a, prob_b, groups = _pair(predictions, n_groups=20)
+
+    def sometimes_undefined(labels, prob, weights):
+        values = batch_metric("accuracy")(labels, prob, weights)
+        return np.where(weights[:, 0] > 1, np.nan, values)
+
+    result = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, sometimes_undefined, N_RESAMPLES, stratify=False
+    )
+    assert result.metric == "sometimes_undefined"
+    assert 0 < result.n_valid_resamples < N_RESAMPLES
+
+    def never_defined(labels, prob, weights):
+        return np.full(weights.shape[0], np.nan)
+
+    empty = cluster_bootstrap_difference(y, prob_a, prob_b, groups, never_defined, 50)
+    assert empty.n_valid_resamples == 0 and math.isnan(empty.p_value)
+
+
+def test_interval_covers_the_true_difference_at_about_the_nominal_rate() -> None:
+    # 300 simulated test sets of 120 patients (two segments each, two classes).
+    # Model a is right on a patient with probability 0.8, model b with 0.7, so
+    # the true accuracy difference is 0.1 for either class mix.
+    rng = np.random.default_rng(2026)
+    n_groups, per_group, n_datasets = 120, 2, 300
+    labels = np.repeat(np.arange(n_groups) % 2, per_group)
+    groups = np.repeat(np.arange(n_groups), per_group)
+    covered = 0
+    for _ in range(n_datasets):
+        correct_a = np.repeat(rng.random(n_groups) < 0.8, per_group)
+        correct_b = np.repeat(rng.random(n_groups) < 0.7, per_group)
+        p_true_a = np.where(correct_a, 0.9, 0.1)
+        p_true_b = np.where(correct_b, 0.8, 0.2)
+        prob_a = np.where(labels == 1, p_true_a, 1 - p_true_a)
+        prob_b = np.where(labels == 1, p_true_b, 1 - p_true_b)
+        result = cluster_bootstrap_difference(labels, prob_a, prob_b, groups, "accuracy", 400)
+        covered += result.ci_low <= 0.1 <= result.ci_high
+    assert 0.90 <= covered / n_datasets <= 0.98
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"y": [0.5, 1, 0, 1]}, "integer"),
+        ({"y": [0, 1, 2, 1]}, r"\[0, 1\]"),
+        ({"y": [-1, 1, 0, 1]}, r"\[0, 1\]"),
+        ({"y": [[0, 1, 0, 1]]}, "1-D"),
+        ({"prob_a": [[1.0], [1.0], [1.0], [1.0]]}, "K >= 2"),
+        ({"prob_a": [[0.5, 0.5]] * 3}, "rows"),
+        ({"prob_b": [[0.3, 0.3, 0.4]] * 4}, "same shape"),
+        ({"prob_a": [[np.nan, 1.0], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]}, "finite"),
+        ({"prob_a": [[1.2, -0.2], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]}, r"\[0, 1\]"),
+        ({"prob_a": [[0.7, 0.5], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]}, "sum to 1"),
+        ({"prob_a": [["a", "b"]] * 4}, "numeric"),
+        ({"groups": ["g", "g", "h", "h"]}, "one label"),
+        ({"groups": ["g", "h", "i"]}, "groups"),
+        ({"y": [], "prob_a": np.empty((0, 2)), "prob_b": np.empty((0, 2)), "groups": []}, "empty"),
+        ({"n_resamples": 0}, "n_resamples"),
+        ({"n_resamples": 1.5}, "n_resamples"),
+        ({"confidence_level": 1.0}, "confidence_level"),
+        ({"confidence_level": 0}, "confidence_level"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 0.5}, "seed"),
+        ({"stratify": "yes"}, "stratify"),
+        ({"metric": "f1"}, "unknown metric"),
+        ({"metric": 3}, "metric"),
+    ],
+)
+def test_invalid_inputs_raise_comparison_error(change: dict, message: str) -> None:
+    arguments = {
+        "y": [0, 1, 0, 1],
+        "prob_a": [[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]],
+        "prob_b": [[0.6, 0.4], [0.5, 0.5], [0.4, 0.6], [0.2, 0.8]],
+        "groups": ["g", "h", "i", "j"],
+        "metric": "accuracy",
+        "n_resamples": 10,
+        "confidence_level": 0.95,
+        "seed": 0,
+        "stratify": True,
+    }
+    arguments.update(change)
+    with pytest.raises(ComparisonError, match=message):
+        cluster_bootstrap_difference(
+            arguments["y"],
+            arguments["prob_a"],
+            arguments["prob_b"],
+            arguments["groups"],
+            arguments["metric"],
+            arguments["n_resamples"],
+            arguments["confidence_level"],
+            arguments["seed"],
+            arguments["stratify"],
+            min_groups=1,
+        )
