@@ -8,6 +8,7 @@ from deepecg_assets.assets.analysis import (
     tau_summary,
 )
 from deepecg_assets.assets.discovery import discovered_runs, reconcile, run_metrics
+from deepecg_assets.assets.report import statistical_report
 from deepecg_assets.assets.tables import flip_table, rank_table, results_tables, tau_table
 
 ALL_ASSETS = [
@@ -23,6 +24,7 @@ ALL_ASSETS = [
     rank_table,
     tau_table,
     flip_table,
+    statistical_report,
 ]
 
 __all__ = ["ALL_ASSETS"]

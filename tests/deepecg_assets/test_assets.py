@@ -52,8 +52,15 @@ CONTRACT_ASSETS = {
     "rank_table",
     "tau_table",
     "flip_table",
+    "statistical_report",
 }
-FRAME_ASSETS = CONTRACT_ASSETS - {"results_tables", "rank_table", "tau_table", "flip_table"}
+FRAME_ASSETS = CONTRACT_ASSETS - {
+    "results_tables",
+    "rank_table",
+    "tau_table",
+    "flip_table",
+    "statistical_report",
+}
 CLAIM_CONFIG = {
     "resources": {
         "analysis": {

@@ -1,0 +1,85 @@
+"""The statistical report asset: group-bootstrap comparisons from stored predictions."""
+
+import dagster as dg
+import pandas as pd
+from pydantic import Field
+
+from deepecg_assets.assets.discovery import EAGER
+from deepecg_assets.io_managers import markdown_preview
+from deepecg_assets.resources import (
+    AnalysisSettings,
+    OutputFolderResource,
+    RunRootError,
+    RunRootsResource,
+)
+from deepecgkit.analysis.compare import ComparisonError, statistical_report as build_report
+from deepecgkit.analysis.constants import DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_RESAMPLES, REPORT_BINS
+
+REPORT_GROUP = "report"
+#: Folder of the report under the output folder.
+REPORT_FOLDER = "report"
+
+
+class ReportConfig(dg.Config):
+    """Settings of ``deepecg report``, editable in the launchpad."""
+
+    reference: str | None = Field(
+        default=None, description="model every other model is compared with (None: no pairs)"
+    )
+    bins: int = Field(default=REPORT_BINS, ge=1, description="equal-width reliability bins")
+    n_resamples: int = Field(default=DEFAULT_N_RESAMPLES, ge=1, description="bootstrap resamples")
+    seed: int = Field(default=DEFAULT_BOOTSTRAP_SEED, ge=0, description="bootstrap seed")
+    allow_partial: bool = Field(default=False, description="admit partial runs (exploratory)")
+    plots: bool = Field(default=True, description="draw reliability diagrams (PNG and PDF)")
+
+
+@dg.asset(
+    group_name=REPORT_GROUP,
+    deps=["discovered_runs"],
+    automation_condition=EAGER,
+    kinds={"python", "csv", "pdf"},
+)
+def statistical_report(
+    config: ReportConfig,
+    run_roots: RunRootsResource,
+    output_folder: OutputFolderResource,
+    analysis: AnalysisSettings,
+) -> dg.MaterializeResult:
+    """The report of comparisons.md over runs that kept predictions, with every exclusion."""
+    try:
+        roots = run_roots.checked_roots()
+    except RunRootError as exc:
+        raise dg.Failure(description=str(exc)) from None
+    out_dir = output_folder.root() / REPORT_FOLDER
+    try:
+        result = build_report(
+            roots,
+            out_dir,
+            bins=config.bins,
+            n_resamples=config.n_resamples,
+            confidence_level=analysis.confidence_level,
+            reference=config.reference,
+            allow_partial=config.allow_partial,
+            plots=config.plots,
+            overwrite=True,
+            seed=config.seed,
+        )
+    except ComparisonError as exc:
+        raise dg.Failure(description=f"statistical report not built: {exc}") from None
+    exclusions = result.exclusions
+    reasons = exclusions["reason"].value_counts() if len(exclusions) else pd.Series(dtype=int)
+    included = len(result.manifest.get("included_runs", []))
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(out_dir)),
+            "included_runs": included,
+            "excluded": len(exclusions),
+            "exclusion_reasons": dg.MetadataValue.json(
+                {str(k): int(v) for k, v in reasons.items()}
+            ),
+            "exclusions": dg.MetadataValue.md(markdown_preview(exclusions)),
+            "paired_comparison_rows": len(result.paired_comparisons),
+            "figures": len(result.figures),
+            "run_summary": dg.MetadataValue.md(markdown_preview(result.run_summary)),
+        }
+    )

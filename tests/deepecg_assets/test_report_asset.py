@@ -1,0 +1,67 @@
+"""The statistical_report asset runs deepecg report's library code over the configured roots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import pytest
+
+from deepecg_assets.definitions import defs
+from deepecgkit.evaluation.report import write_failed_run_report, write_run_report
+
+N_SAMPLES, N_GROUPS = 120, 40
+
+
+def write_prediction_runs(root: Path) -> None:
+    """Two models x one dataset x two seeds with stored predictions, plus one failed run."""
+    rng = np.random.default_rng(7)
+    groups = np.repeat([f"patient{g:03d}" for g in range(N_GROUPS)], N_SAMPLES // N_GROUPS)
+    labels_per_group = rng.integers(0, 3, size=N_GROUPS)
+    y_true = np.repeat(labels_per_group, N_SAMPLES // N_GROUPS)
+    for seed in (0, 1):
+        for model, skill in (("cnn", 2.0), ("resnet", 1.0)):
+            logits = rng.normal(size=(N_SAMPLES, 3))
+            logits[np.arange(N_SAMPLES), y_true] += skill
+            prob = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+            write_run_report(
+                root / f"{model}_afib_seed{seed}",
+                model,
+                "afib",
+                y_true,
+                prob,
+                logits=logits,
+                groups=groups,
+                split_info={"n_train": 400, "n_val": 60},
+                metadata={"seed": seed, "params": {"model": model}},
+            )
+    write_failed_run_report(root / "lstm_afib_seed0", "lstm", "afib", error="RuntimeError: boom")
+
+
+@pytest.fixture
+def prediction_platform(platform):
+    for child in sorted(platform.runs.iterdir()):
+        for item in child.iterdir():
+            item.unlink()
+        child.rmdir()
+    write_prediction_runs(platform.runs)
+    return platform
+
+
+def test_statistical_report_asset(prediction_platform) -> None:
+    job = defs.resolve_implicit_global_asset_job_def()
+    config = {"ops": {"statistical_report": {"config": {"reference": "resnet", "plots": False}}}}
+    result = job.execute_in_process(
+        instance=prediction_platform.instance,
+        asset_selection=[dg.AssetKey("statistical_report")],
+        run_config=config,
+    )
+    assert result.success
+    metadata = result.get_asset_materialization_events()[0].materialization.metadata
+    assert metadata["included_runs"].value == 4
+    assert metadata["exclusion_reasons"].value == {"failed_run": 1}
+    assert metadata["paired_comparison_rows"].value == 2 * 8, "2 seeds x 8 paired metrics"
+    report = prediction_platform.output / "report"
+    assert (report / "manifest.json").is_file()
+    assert "failed_run" in (report / "exclusions.csv").read_text()
