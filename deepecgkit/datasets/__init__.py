@@ -1,0 +1,41 @@
+"""ECG datasets: local files, named corpora, synthetic data, and the data module.
+
+Importing this package registers every dataset (``af-classification``,
+``mitbih-afdb``, ``ltafdb``, ``ptb-xl``, ``synthetic-af``,
+``synthetic-rhythm``, ``synthetic-ptbxl``). It imports torch; the analysis
+package must never import it.
+"""
+
+from deepecgkit.datasets.base import BaseECGDataset
+from deepecgkit.datasets.datamodule import ECGDataModule, split_groups
+from deepecgkit.datasets.errors import DatasetFormatError, DatasetNotFoundError
+from deepecgkit.datasets.local import LocalECGDataset
+from deepecgkit.datasets.named import (
+    AFClassificationDataset,
+    LTAFDBDataset,
+    MITBIHAFDBDataset,
+    PTBXLDataset,
+)
+from deepecgkit.datasets.synthetic_datasets import (
+    SyntheticAFDataset,
+    SyntheticECGDataset,
+    SyntheticPTBXLDataset,
+    SyntheticRhythmDataset,
+)
+
+__all__ = [
+    "AFClassificationDataset",
+    "BaseECGDataset",
+    "DatasetFormatError",
+    "DatasetNotFoundError",
+    "ECGDataModule",
+    "LTAFDBDataset",
+    "LocalECGDataset",
+    "MITBIHAFDBDataset",
+    "PTBXLDataset",
+    "SyntheticAFDataset",
+    "SyntheticECGDataset",
+    "SyntheticPTBXLDataset",
+    "SyntheticRhythmDataset",
+    "split_groups",
+]
