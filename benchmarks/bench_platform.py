@@ -121,10 +121,14 @@ def bench_sensor(root: Path, output: Path) -> None:
     print(f"new_runs_sensor tick on {n_runs:,} runs")
     print(f"  baseline: list + stat every metrics file : {bare:6.2f} s")
     print(f"  first tick (empty cache, parses all)     : {cold:6.2f} s")
-    print(f"  nothing changed                          : {unchanged:6.2f} s"
-          f"  ({unchanged / bare:.2f}x baseline; target < 5 s)")
-    print(f"  one run added                            : {added:6.2f} s"
-          f"  ({added / bare:.2f}x baseline)")
+    print(
+        f"  nothing changed                          : {unchanged:6.2f} s"
+        f"  ({unchanged / bare:.2f}x baseline; target < 5 s)"
+    )
+    print(
+        f"  one run added                            : {added:6.2f} s"
+        f"  ({added / bare:.2f}x baseline)"
+    )
 
 
 def _library_build(root: Path, out: Path) -> None:
@@ -173,9 +177,19 @@ def bench_materialise() -> None:
         env.pop("DEEPECG_RUNS", None)
         start = time.perf_counter()
         subprocess.run(
-            [str(Path(PYTHON).parent / "dagster"), "asset", "materialize", "-m",
-             "deepecg_assets.definitions", "--select", "*"],
-            cwd=REPO, env=env, check=True, capture_output=True,
+            [
+                str(Path(PYTHON).parent / "dagster"),
+                "asset",
+                "materialize",
+                "-m",
+                "deepecg_assets.definitions",
+                "--select",
+                "*",
+            ],
+            cwd=REPO,
+            env=env,
+            check=True,
+            capture_output=True,
         )
         cli = time.perf_counter() - start
         code = (
@@ -189,8 +203,10 @@ def bench_materialise() -> None:
         library = time.perf_counter() - start
     print("full materialisation of the bundled corpus (60 runs, fresh processes)")
     print(f"  baseline: the same analysis with the library : {library:6.2f} s")
-    print(f"  dagster asset materialize --select '*'       : {cli:6.2f} s"
-          f"  ({cli / library:.1f}x the library; checks compile 6 tables with pdflatex)")
+    print(
+        f"  dagster asset materialize --select '*'       : {cli:6.2f} s"
+        f"  ({cli / library:.1f}x the library; checks compile 6 tables with pdflatex)"
+    )
 
 
 def main() -> None:

@@ -106,6 +106,10 @@ AGGREGATE_COLUMNS = (
 )
 
 _SPLIT_SIZE_KEYS = ("n_train", "n_val", "n_test", "n_test_groups")
+#: Read-only, never blocking on a FIFO, not inherited by child processes.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+#: Bytes asked for beyond the file's size, so that one read normally reaches end-of-file.
+_READ_SLACK = 1024
 _SEED_SUFFIX = re.compile(r"seed(\d+)$")
 _MULTI_LABEL_MARKER = "exact_match_accuracy"
 #: Cells pandas would read as missing; a model called "NA" is treated as absent, too.
@@ -162,25 +166,41 @@ class RunRecord(NamedTuple):
 # --- low-level readers -----------------------------------------------------------------
 
 
-def _read_regular_file(path: Path) -> tuple[bytes, os.stat_result] | None:
-    """Bytes and stat of ``path`` when it is a readable regular file, else None."""
+def _read_regular_file(path: str | os.PathLike) -> tuple[bytes, os.stat_result] | None:
+    """Bytes and stat of ``path`` when it is a readable regular file, else None.
+
+    The file is opened once and its type checked with ``fstat`` on the open
+    descriptor, rather than ``stat`` followed by ``open``: the path is
+    resolved once instead of twice, which is a third of discovery's system
+    calls at 300,000 files, and the check applies to the very file read.
+    ``O_NONBLOCK`` keeps the open of a FIFO from blocking (it is then
+    rejected as not regular); it changes nothing for regular files.
+    """
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        with open(path, "rb") as handle:
-            return handle.read(), info
+        descriptor = os.open(path, _OPEN_FLAGS)
     except OSError:
         return None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(descriptor, info.st_size + _READ_SLACK):
+            chunks.append(chunk)
+        return b"".join(chunks), info
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
 
 
-def _read_json(path: Path) -> dict | None:
+def _read_json(path: str | os.PathLike) -> dict | None:
     """Parse ``path`` as UTF-8 JSON; the dict when the top level is an object, else None.
 
     Never raises: a missing or non-regular file, an ``OSError``, invalid
     UTF-8, invalid JSON and a non-object top level all give None.
     """
-    loaded = _read_regular_file(Path(path))
+    loaded = _read_regular_file(path)
     if loaded is None:
         return None
     try:
@@ -250,8 +270,11 @@ def read_run_metrics(run_dir: Path | str) -> RunRecord | None:
     seeds were recorded stay readable through their names. Split sizes from
     ``split_info.json`` are kept only when they are ints.
     """
-    run_dir = Path(run_dir)
-    loaded = _read_regular_file(run_dir / METRICS_FILENAME)
+    # Plain strings inside: pathlib parses a path on every construction and
+    # join, which was a tenth of discovery time at 100,000 runs.
+    run_dir = run_dir if isinstance(run_dir, Path) else Path(run_dir)
+    directory = os.fspath(run_dir)
+    loaded = _read_regular_file(os.path.join(directory, METRICS_FILENAME))
     if loaded is None:
         return None
     data, info = loaded
@@ -277,12 +300,12 @@ def read_run_metrics(run_dir: Path | str) -> RunRecord | None:
         average = cells.get("average")
         averaging = AVERAGING_UNKNOWN if average is None or average in _MISSING_CELLS else average
 
-    metadata = _read_json(run_dir / METADATA_FILENAME) or {}
+    metadata = _read_json(os.path.join(directory, METADATA_FILENAME)) or {}
     seed = _strict_int(metadata.get("seed"))
     if seed is None:
         seed = _seed_from_directory(run_dir)
     fingerprint = metadata.get("params_fingerprint")
-    split_info = _read_json(run_dir / SPLIT_INFO_FILENAME) or {}
+    split_info = _read_json(os.path.join(directory, SPLIT_INFO_FILENAME)) or {}
     sizes = {key: _strict_int(split_info.get(key)) for key in _SPLIT_SIZE_KEYS}
     return RunRecord(
         run_dir=run_dir,
@@ -309,15 +332,34 @@ def _has_metrics_file(directory: str) -> bool:
         return False
 
 
-def _immediate_candidates(root: str) -> list[str]:
-    """Children of ``root`` (symlinked ones included) that hold a metrics file."""
+def _immediate_candidates(root: str, real_root: str) -> list[tuple[str, str]]:
+    """Children of ``root`` (symlinked ones included) holding a metrics file.
+
+    Returns:
+        ``(path, resolved path)`` pairs. Only a symlinked child needs
+        ``realpath``; any other child resolves to the root's real path plus
+        its own name, which costs no system call per run.
+    """
     try:
         with os.scandir(root) as entries:
-            children = [entry.path for entry in entries if _is_directory(entry, follow=True)]
+            children = [
+                (entry.path, _resolved_child(entry, real_root))
+                for entry in entries
+                if _is_directory(entry, follow=True)
+            ]
     except OSError:
         logger.warning("cannot list run root %s; skipped", root)
         return []
-    return [child for child in children if _has_metrics_file(child)]
+    return [(child, resolved) for child, resolved in children if _has_metrics_file(child)]
+
+
+def _resolved_child(entry: os.DirEntry, real_root: str) -> str:
+    """Real path of a child of the root whose real path is ``real_root``."""
+    try:
+        is_link = entry.is_symlink()
+    except OSError:
+        is_link = True
+    return os.path.realpath(entry.path) if is_link else os.path.join(real_root, entry.name)
 
 
 def _is_directory(entry: os.DirEntry, *, follow: bool) -> bool:
@@ -357,6 +399,15 @@ def _recursive_candidates(root: str) -> list[str]:
     return found
 
 
+def _resolved_descendant(directory: str, root: str, real_root: str) -> str:
+    """Real path of a directory found by :func:`_recursive_candidates` under ``root``.
+
+    No link below the root is followed, so the real path is the root's real
+    path plus the relative part: no system call per run.
+    """
+    return os.path.normpath(os.path.join(real_root, os.path.relpath(directory, root)))
+
+
 def find_run_directories(
     roots: Sequence[Path | str] | Path | str, recursive: bool = False
 ) -> list[Path]:
@@ -382,16 +433,15 @@ def find_run_directories(
         root_text = os.fspath(root)
         if not os.path.isdir(root_text):
             continue
-        found = _recursive_candidates(root_text) if recursive else _immediate_candidates(root_text)
         real_root = os.path.realpath(root_text)
-        for directory in sorted(found):
-            if recursive:
-                # No link below the root is followed, so the real path is the
-                # root's real path plus the relative part: no syscall per run.
-                relative = os.path.relpath(directory, root_text)
-                resolved = os.path.normpath(os.path.join(real_root, relative))
-            else:
-                resolved = os.path.realpath(directory)
+        if recursive:
+            found = [
+                (directory, _resolved_descendant(directory, root_text, real_root))
+                for directory in _recursive_candidates(root_text)
+            ]
+        else:
+            found = _immediate_candidates(root_text, real_root)
+        for directory, resolved in sorted(found):
             if resolved in seen:
                 continue
             seen.add(resolved)

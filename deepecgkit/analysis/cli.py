@@ -88,6 +88,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks written as ``\\n``, so a message stays one stderr line.
+
+    Paths and model names come from the file system and from CSV cells, and
+    either may hold a line break; printed raw, it would split one error into
+    two lines and break the one-line contract a calling script parses.
+    """
+    return "\\n".join(text.splitlines())
+
+
 def _confidence_level(text: str) -> float:
     try:
         value = float(text)
@@ -439,10 +449,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text)
 
     def warn(text: str) -> None:
-        print(f"{prefix}: warning: {text}", file=sys.stderr)
+        print(f"{prefix}: warning: {_one_line(text)}", file=sys.stderr)
 
     def fail(text: str, code: int) -> int:
-        print(f"{prefix}: error: {text}", file=sys.stderr)
+        print(f"{prefix}: error: {_one_line(text)}", file=sys.stderr)
         return code
 
     if command not in ("aggregate", "rank"):

@@ -20,11 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from deepecgkit.analysis import constants
-from deepecgkit.analysis import latex as L
+from deepecgkit.analysis import constants, latex as L
 
 NAN = float("nan")
 FORBIDDEN_CONTROLS = "\t\b\f\r\a\v"
