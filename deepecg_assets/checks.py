@@ -17,6 +17,7 @@ from deepecg_assets.assets.tables import (
     results_table_stems,
     table_paths,
 )
+from deepecg_assets.assets.transfer import TRANSFER_TABLE_STEM
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis.constants import LEGACY_SEED, VERDICT_UNTESTABLE
 from deepecgkit.analysis.latex import compile_table, latex_engine
@@ -147,6 +148,23 @@ rank_table_compiles = _single_table_check("rank_table", RANK_TABLE_STEM)
 tau_table_compiles = _single_table_check("tau_table", TAU_TABLE_STEM)
 flip_table_compiles = _single_table_check("flip_table", FLIP_TABLE_STEM)
 
+
+@dg.asset_check(
+    asset="transfer_table",
+    name="transfer_matrix_tex_compiles",
+    description="transfer_matrix.tex compiles with pdflatex (when there are checkpoints).",
+)
+def transfer_table_compiles(output_folder: OutputFolderResource) -> dg.AssetCheckResult:
+    paths = table_paths(output_folder, [TRANSFER_TABLE_STEM])
+    if not paths[0].is_file():
+        return dg.AssetCheckResult(
+            passed=True,
+            description="no transfer table: no run kept an encoder checkpoint",
+            metadata={"checked": False},
+        )
+    return _compile_check(paths)
+
+
 ALL_CHECKS = [
     no_dropped_averaging_minorities,
     no_bimodal_cells,
@@ -155,4 +173,5 @@ ALL_CHECKS = [
     rank_table_compiles,
     tau_table_compiles,
     flip_table_compiles,
+    transfer_table_compiles,
 ]

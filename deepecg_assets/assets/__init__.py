@@ -10,6 +10,7 @@ from deepecg_assets.assets.analysis import (
 from deepecg_assets.assets.discovery import discovered_runs, reconcile, run_metrics
 from deepecg_assets.assets.report import statistical_report
 from deepecg_assets.assets.tables import flip_table, rank_table, results_tables, tau_table
+from deepecg_assets.assets.transfer import transfer_matrix, transfer_table
 
 ALL_ASSETS = [
     discovered_runs,
@@ -25,6 +26,8 @@ ALL_ASSETS = [
     tau_table,
     flip_table,
     statistical_report,
+    transfer_matrix,
+    transfer_table,
 ]
 
 __all__ = ["ALL_ASSETS"]

@@ -4,69 +4,50 @@ The producer side of the project: it turns a model's outputs into numbers,
 figures and the run directories that :mod:`deepecgkit.analysis` consumes.
 Every public name of the submodules is re-exported here.
 
-Importing this package imports neither torch nor matplotlib: torch only on
-the paths that run a torch model, and the plotting functions (and
-matplotlib with them) on first access to one of them.
+Importing this package imports neither torch nor matplotlib (nor
+scikit-learn): each submodule is imported on first access to one of its
+names, and torch only on the paths that run a torch model.
 """
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any
 
-from deepecgkit.evaluation import (
-    calibration,
-    constants,
-    evaluator,
-    metrics,
-    recalibration,
-    report,
-    representation,
+#: Submodules whose public names are re-exported, in lookup order. They are
+#: imported on first access to one of their names (PEP 562), so importing
+#: ``deepecgkit.evaluation.constants`` costs no scikit-learn import and the
+#: Dagster code location stays fast to load.
+_SUBMODULES = (
+    "constants",
+    "metrics",
+    "calibration",
+    "recalibration",
+    "report",
+    "evaluator",
+    "representation",
+    "visualization",
 )
-from deepecgkit.evaluation.calibration import *  # noqa: F403
-from deepecgkit.evaluation.constants import *  # noqa: F403
-from deepecgkit.evaluation.evaluator import *  # noqa: F403
-from deepecgkit.evaluation.metrics import *  # noqa: F403
-from deepecgkit.evaluation.recalibration import *  # noqa: F403
-from deepecgkit.evaluation.report import *  # noqa: F403
-from deepecgkit.evaluation.representation import *  # noqa: F403
 
-#: Plotting names, imported from ``visualization`` on first access (PEP 562),
-#: so that ``import deepecgkit.evaluation`` does not import matplotlib.
-_VISUALIZATION_NAMES = (
-    "finalize_figure",
-    "plot_calibration_curve",
-    "plot_confusion_matrix",
-    "plot_ecg_signals",
-    "plot_embedding",
-    "plot_predictions",
-    "plot_reliability_diagram",
-    "plot_roc_curve",
-    "plot_training_curves",
-    "plot_transfer_matrix",
-)
+
+def _submodule(name: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _VISUALIZATION_NAMES or name == "visualization":
-        import importlib
-
-        module = importlib.import_module("deepecgkit.evaluation.visualization")
-        return module if name == "visualization" else getattr(module, name)
+    if name in _SUBMODULES:
+        return _submodule(name)
+    if name == "__all__":
+        return sorted({n for sub in _SUBMODULES for n in _submodule(sub).__all__})
+    for sub in _SUBMODULES:
+        module = _submodule(sub)
+        if name in module.__all__:
+            value = getattr(module, name)
+            globals()[name] = value
+            return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_VISUALIZATION_NAMES))
-
-
-__all__ = [
-    *calibration.__all__,
-    *constants.__all__,
-    *metrics.__all__,
-    *recalibration.__all__,
-    *report.__all__,
-    *evaluator.__all__,
-    *representation.__all__,
-    *_VISUALIZATION_NAMES,
-]
-__all__ = sorted(set(__all__))
+    return sorted(set(globals()) | set(__getattr__("__all__")) | set(_SUBMODULES))

@@ -53,8 +53,12 @@ CONTRACT_ASSETS = {
     "tau_table",
     "flip_table",
     "statistical_report",
+    "transfer_matrix",
+    "transfer_table",
 }
 FRAME_ASSETS = CONTRACT_ASSETS - {
+    "transfer_matrix",
+    "transfer_table",
     "results_tables",
     "rank_table",
     "tau_table",

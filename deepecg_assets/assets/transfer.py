@@ -1,0 +1,182 @@
+"""Transfer assets: linear-probe transfer matrices of the encoders the runs kept.
+
+The probing code imports torch, so it is imported inside the asset bodies:
+loading the code location stays fast, and a location without checkpoints
+never pays for torch at all.
+"""
+
+import base64
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+from pydantic import Field
+
+from deepecg_assets.assets.discovery import EAGER, frame_to_records
+from deepecg_assets.resources import OutputFolderResource
+from deepecgkit.analysis.checkpoints import encoder_checkpoints
+from deepecgkit.analysis.latex import file_stems, transfer_matrix_table, write_tables
+from deepecgkit.evaluation.constants import DEFAULT_PROBE_METRIC, PROBE_METRICS, RANDOM_INIT
+
+TRANSFER_GROUP = "transfer"
+#: Stem of the table file (one table per architecture inside).
+TRANSFER_TABLE_STEM = "transfer_matrix"
+#: Columns of the ``transfer_matrix`` frame.
+TRANSFER_COLUMNS = [
+    "model_name",
+    "source",
+    "target",
+    "metric",
+    "score",
+    *PROBE_METRICS,
+    "task",
+    "n_train",
+    "n_test",
+    "feature_dim",
+    "note",
+]
+NO_CHECKPOINTS = "no discovered run kept an encoder checkpoint"
+
+
+class TransferConfig(dg.Config):
+    """Probe protocol settings, editable in the launchpad."""
+
+    metric: str = Field(default=DEFAULT_PROBE_METRIC, description="headline probe metric")
+    architectures: list[str] | None = Field(
+        default=None, description="architectures to probe (default: every one with checkpoints)"
+    )
+    seed: int = Field(default=42, ge=0, description="seed of the probe splits")
+    device: str = Field(default="auto", description="where encoders run")
+
+
+def _transfer_rows(matrix) -> list[dict]:
+    rows = []
+    for result in matrix.results.values():
+        rows.append(
+            {
+                "model_name": matrix.model_name,
+                "source": result.source,
+                "target": result.target,
+                "metric": matrix.metric,
+                "score": result.score,
+                **{name: result.metrics.get(name, float("nan")) for name in PROBE_METRICS},
+                "task": result.task,
+                "n_train": result.n_train,
+                "n_test": result.n_test,
+                "feature_dim": result.feature_dim,
+                "note": result.note or "",
+            }
+        )
+    return rows
+
+
+@dg.asset(group_name=TRANSFER_GROUP, automation_condition=EAGER, kinds={"pytorch", "csv"})
+def transfer_matrix(
+    context: dg.AssetExecutionContext, config: TransferConfig, discovered_runs: pd.DataFrame
+) -> dg.Output[pd.DataFrame]:
+    """Probe score per (encoder source, probe target) for every architecture with checkpoints."""
+    if config.metric not in PROBE_METRICS:
+        raise dg.Failure(
+            description=f"metric must be one of {', '.join(PROBE_METRICS)}, got {config.metric!r}"
+        )
+    checkpoints = encoder_checkpoints(frame_to_records(discovered_runs))
+    if config.architectures is not None:
+        checkpoints = {a: c for a, c in checkpoints.items() if a in config.architectures}
+    if not checkpoints:
+        context.log.info("transfer matrix skipped: %s", NO_CHECKPOINTS)
+        return dg.Output(
+            pd.DataFrame(columns=TRANSFER_COLUMNS), metadata={"skipped": NO_CHECKPOINTS}
+        )
+
+    from deepecgkit.evaluation.representation import cross_dataset_transfer
+    from deepecgkit.registry import get_dataset_names
+
+    registered = set(get_dataset_names())
+    rows: list[dict] = []
+    skipped: dict[str, str] = {}
+    for architecture, by_dataset in checkpoints.items():
+        targets = sorted(d for d in by_dataset if d in registered)
+        if not targets:
+            skipped[architecture] = "no checkpoint was trained on a registered dataset"
+            continue
+        matrix = cross_dataset_transfer(
+            {d: str(by_dataset[d]) for d in targets},
+            architecture,
+            targets=targets,
+            metric=config.metric,
+            seed=config.seed,
+            device=config.device,
+        )
+        rows += _transfer_rows(matrix)
+        context.log.info("probed %s: %d x %d cells", architecture, *matrix.values.shape)
+    frame = pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
+    return dg.Output(
+        frame,
+        metadata={
+            "architectures": ", ".join(sorted(frame["model_name"].unique())),
+            "cells": len(frame),
+            "checkpoints": dg.MetadataValue.json(
+                {a: {d: str(p) for d, p in c.items()} for a, c in checkpoints.items()}
+            ),
+            "skipped": dg.MetadataValue.json(skipped),
+        },
+    )
+
+
+def matrix_frame(cells: pd.DataFrame) -> pd.DataFrame:
+    """One architecture's cells as a matrix: sources (untrained first) by targets."""
+    matrix = cells.pivot(index="source", columns="target", values="score")
+    sources = [RANDOM_INIT, *sorted(s for s in matrix.index if s != RANDOM_INIT)]
+    return matrix.reindex(index=[s for s in sources if s in matrix.index])
+
+
+def _inline_png(path: Path) -> str:
+    encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f"![{path.stem}](data:image/png;base64,{encoded})"
+
+
+@dg.asset(group_name=TRANSFER_GROUP, automation_condition=EAGER, kinds={"latex", "png"})
+def transfer_table(
+    transfer_matrix: pd.DataFrame, output_folder: OutputFolderResource
+) -> dg.MaterializeResult:
+    """``transfer_matrix.tex`` (one table per architecture) and a heat-map figure of each."""
+    if transfer_matrix.empty:
+        return dg.MaterializeResult(metadata={"skipped": NO_CHECKPOINTS})
+    from deepecgkit.evaluation.visualization import plot_transfer_matrix
+
+    tables_dir = output_folder.tables_dir()
+    architectures = sorted(transfer_matrix["model_name"].astype(str).unique())
+    stems = file_stems(architectures)
+    metric = str(transfer_matrix["metric"].iloc[0])
+    parts, figures = [], []
+    for architecture in architectures:
+        matrix = matrix_frame(transfer_matrix.loc[transfer_matrix["model_name"] == architecture])
+        parts.append(
+            transfer_matrix_table(
+                matrix,
+                metric=metric,
+                baseline_row=RANDOM_INIT,
+                label=f"tab:transfer_matrix_{stems[architecture]}",
+            )
+        )
+        figure = tables_dir / f"{TRANSFER_TABLE_STEM}_{stems[architecture]}.png"
+        plot_transfer_matrix(
+            matrix.to_numpy(),
+            [str(s) for s in matrix.index],
+            [str(t) for t in matrix.columns],
+            metric=metric,
+            baseline_rows=int(RANDOM_INIT in matrix.index),
+            title=f"Cross-Dataset Transfer ({architecture})",
+            save_path=str(figure),
+        )
+        figures.append(figure)
+    tables = {TRANSFER_TABLE_STEM: "\n".join(parts)}
+    (path,) = write_tables(tables, tables_dir)
+    metadata: dict[str, object] = {
+        "path": dg.MetadataValue.path(path),
+        "preview": dg.MetadataValue.md(f"```latex\n{tables[TRANSFER_TABLE_STEM][:3000]}\n```"),
+    }
+    for figure in figures:
+        metadata[f"figure_{figure.stem}"] = dg.MetadataValue.path(str(figure))
+    metadata["figure"] = dg.MetadataValue.md(_inline_png(figures[0]))
+    return dg.MaterializeResult(metadata=metadata)
