@@ -6,6 +6,7 @@ re-exported here; the command-line modules (``cli``, ``report_cli``) are not.
 """
 
 from deepecgkit.analysis.aggregation import *  # noqa: F403
+from deepecgkit.analysis.checkpoints import *  # noqa: F403
 from deepecgkit.analysis.compare import *  # noqa: F403
 from deepecgkit.analysis.constants import *  # noqa: F403
 from deepecgkit.analysis.latex import *  # noqa: F403
