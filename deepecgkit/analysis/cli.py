@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -48,6 +47,7 @@ from deepecgkit.analysis.constants import (
     VERDICTS,
 )
 from deepecgkit.analysis.latex import (
+    file_stems,
     flip_survival_table,
     rank_distribution_table,
     results_table,
@@ -70,7 +70,6 @@ EXIT_USAGE = 2
 
 #: Metric summarised per dataset in the ``aggregate`` printout.
 SUMMARY_METRIC = "f1"
-_STEM_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class UsageError(Exception):
@@ -233,16 +232,6 @@ def _diagnostics_frame(diagnostics: dict[str, list[str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["reason", "entry"])
 
 
-def _file_stem(name: str, taken: set[str]) -> str:
-    """``name`` with characters outside ``[A-Za-z0-9_-]`` replaced, unique among ``taken``."""
-    stem = _STEM_UNSAFE.sub("_", name) or "_"
-    candidate, counter = stem, 2
-    while candidate in taken:
-        candidate, counter = f"{stem}_{counter}", counter + 1
-    taken.add(candidate)
-    return candidate
-
-
 # --- aggregate -------------------------------------------------------------------------------
 
 
@@ -257,12 +246,12 @@ def _aggregate(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     output.csv("averaging_conflicts.csv", conflicts)
     output.csv("diagnostics.csv", _diagnostics_frame(diagnostics))
     if args.latex:
-        taken: set[str] = set()
+        stems = file_stems(aggregated["dataset"].astype(str).unique())
         tables = {
-            f"results_{_file_stem(str(dataset), taken)}": results_table(
+            f"results_{stem}": results_table(
                 aggregated, dataset, confidence_level=args.confidence_level
             )
-            for dataset in sorted(aggregated["dataset"].unique())
+            for dataset, stem in stems.items()
         }
         output.tables(tables)
 
