@@ -84,19 +84,10 @@ VAL_PREDICTIONS_FILENAME = "val_predictions.csv"
 
 # --- Metric schemas ---------------------------------------------------------------------
 
-CALIBRATION_METRICS = (
-    "ece",
-    "adaptive_ece",
-    "mce",
-    "brier",
-    "nll",
-    "ece_temp",
-    "adaptive_ece_temp",
-    "mce_temp",
-    "brier_temp",
-    "nll_temp",
-    "temperature",
-)
+#: Calibration errors: smaller is better, and each has a temperature-scaled ``_temp`` form.
+_CALIBRATION_ERRORS = ("ece", "adaptive_ece", "mce", "brier", "nll")
+_SCALED_CALIBRATION_ERRORS = tuple(f"{name}_temp" for name in _CALIBRATION_ERRORS)
+CALIBRATION_METRICS = (*_CALIBRATION_ERRORS, *_SCALED_CALIBRATION_ERRORS, "temperature")
 SINGLE_LABEL_METRICS = (
     "accuracy",
     "balanced_accuracy",
@@ -118,20 +109,7 @@ MULTI_LABEL_METRICS = (
 )
 
 #: Metrics where a smaller value wins.
-LOWER_IS_BETTER = frozenset(
-    {
-        "ece",
-        "adaptive_ece",
-        "mce",
-        "brier",
-        "nll",
-        "ece_temp",
-        "adaptive_ece_temp",
-        "mce_temp",
-        "brier_temp",
-        "nll_temp",
-    }
-)
+LOWER_IS_BETTER = frozenset(_CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
 
 # --- Flip verdicts (exact strings) --------------------------------------------------------
 

@@ -32,6 +32,15 @@ import numpy as np
 import pandas as pd
 
 from deepecgkit.analysis import _paired_grid
+from deepecgkit.analysis._paired_grid import (
+    _REASON_CONTRADICTED,
+    _REASON_NO_SEEDS,
+    _REASON_NOT_REPRODUCED,
+    _REASON_ONE_SEED,
+    _REASON_SUPPORTED,
+    _REASON_UNRESOLVED,
+    _REASON_ZERO_VARIANCE,
+)
 from deepecgkit.analysis.constants import (
     AVERAGING_UNKNOWN,
     CONFIDENCE_LEVEL,
@@ -124,16 +133,7 @@ FLIP_COLUMNS = (
 #: Verdicts whose p-value enters the "significant" BY family.
 _SIGNIFICANT_VERDICTS = (VERDICT_SUPPORTED, VERDICT_SUGGESTIVE, VERDICT_CONTRADICTED)
 
-_REASON_SUPPORTED = "both intervals exclude zero with opposite signs"
-_REASON_UNRESOLVED = "the mean ordering reverses but an interval covers zero"
-_REASON_CONTRADICTED = "both intervals exclude zero with the same sign"
-_REASON_NOT_REPRODUCED = "the mean ordering does not reverse"
 _REASON_WRONG_DIRECTION = "the ordering reverses, but opposite to the claimed direction"
-_REASON_NO_SEEDS = "no shared seeds"
-_REASON_ONE_SEED = "a single shared seed carries no dispersion"
-_REASON_ZERO_VARIANCE = (
-    "zero variance across seeds; the interval is undefined, not infinitely precise"
-)
 
 
 # --- helpers -------------------------------------------------------------------------------

@@ -154,20 +154,8 @@ FIGURE_DPI = 150
 
 # --- Run-directory schema -----------------------------------------------------------------
 
-CALIBRATION_COLUMNS = (
-    "ece",
-    "adaptive_ece",
-    "mce",
-    "brier",
-    "nll",
-    "temperature",
-    "ece_temp",
-    "adaptive_ece_temp",
-    "mce_temp",
-    "brier_temp",
-    "nll_temp",
-    "calibration_bins",
-)
+#: Calibration columns of the metrics CSV, in the order of the report rows.
+CALIBRATION_COLUMNS = CALIBRATION_ROW_ORDER
 SINGLE_LABEL_COLUMNS = (
     "model",
     "dataset",
