@@ -29,7 +29,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from deepecgkit.analysis._io import atomic_write_text
 from deepecgkit.analysis.aggregation import RunRecord, find_run_directories, read_run_metrics
@@ -42,11 +42,10 @@ logger = logging.getLogger(__name__)
 #: Hex characters of SHA-256 kept in a tree digest (64 bits: collisions are not a concern).
 DIGEST_LENGTH = 16
 #: Version of the cache file format; a file of another version is ignored.
-CACHE_FORMAT_VERSION = 1
+CACHE_FORMAT_VERSION = 2
 
 
-@dataclass(frozen=True, order=True)
-class FileState:
+class FileState(NamedTuple):
     """Identity of a run's metrics file: path of the run directory, mtime (ns) and size (bytes)."""
 
     path: str
@@ -56,30 +55,58 @@ class FileState:
 
 def metrics_file_state(run_dir: Path | str) -> FileState | None:
     """The :class:`FileState` of a run's metrics file, or None when it is not a regular file."""
+    directory = os.fspath(run_dir)
     try:
-        info = os.stat(os.path.join(run_dir, METRICS_FILENAME))
+        info = os.stat(os.path.join(directory, METRICS_FILENAME))
     except OSError:
         return None
     if not stat.S_ISREG(info.st_mode):
         return None
-    return FileState(str(run_dir), info.st_mtime_ns, info.st_size)
+    return FileState(directory, info.st_mtime_ns, info.st_size)
 
 
 def _float_or_nan(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def _record_to_json(record: RunRecord) -> dict[str, Any]:
+def _record_to_json(record: RunRecord) -> str:
     data = record._asdict()
     data["run_dir"] = str(record.run_dir)
-    return data
+    return json.dumps(data)
 
 
-def _record_from_json(data: dict[str, Any]) -> RunRecord:
-    data = dict(data)
+def _record_from_json(text: str) -> RunRecord:
+    data = json.loads(text)
     data["run_dir"] = Path(data["run_dir"])
     data["metrics"] = {name: _float_or_nan(value) for name, value in data["metrics"].items()}
     return RunRecord(**data)
+
+
+class _Entry:
+    """One cached run: the file state it was read at and its record, parsed on first use.
+
+    A saved cache holds each record as JSON text; decoding 100,000 of them
+    costs seconds, and a sensor tick only needs to know *whether* a run was
+    readable, so the text is decoded only when the record is asked for.
+    """
+
+    __slots__ = ("_record", "_text", "mtime_ns", "readable", "size")
+
+    def __init__(
+        self, mtime_ns: int, size: int, record: RunRecord | None, text: str | None = None
+    ) -> None:
+        self.mtime_ns, self.size = mtime_ns, size
+        self._record, self._text = record, text
+        self.readable = record is not None or bool(text)
+
+    def record(self) -> RunRecord | None:
+        if self._record is None and self._text:
+            self._record = _record_from_json(self._text)
+        return self._record
+
+    def line(self, path: str) -> str:
+        text = self._text if self._record is None else _record_to_json(self._record)
+        return f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{text or ''}"
 
 
 class RunCache:
@@ -87,40 +114,44 @@ class RunCache:
 
     Use :meth:`read` as the ``reader`` of
     :func:`~deepecgkit.analysis.aggregation.discover_runs`. Unreadable runs
-    are cached too (as None), so a corrupt directory is not parsed on every
-    refresh; it is parsed again as soon as its metrics file changes.
+    are cached too, so a corrupt directory is not parsed on every refresh;
+    it is parsed again as soon as its metrics file changes.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[int, int, RunRecord | None]] = {}
+        self._entries: dict[str, _Entry] = {}
         self.hits = 0
         self.misses = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def lookup(self, state: FileState) -> tuple[bool, RunRecord | None]:
-        """``(known, record)`` for a file state; ``known`` is False when it must be parsed."""
+    def _current(self, state: FileState) -> _Entry | None:
         entry = self._entries.get(state.path)
-        if entry is None or entry[0] != state.mtime_ns or entry[1] != state.size:
-            return False, None
-        return True, entry[2]
+        if entry is None or entry.mtime_ns != state.mtime_ns or entry.size != state.size:
+            return None
+        return entry
+
+    def known_readable(self, state: FileState) -> bool | None:
+        """Whether the run at ``state`` was readable; None when it must be parsed."""
+        entry = self._current(state)
+        return None if entry is None else entry.readable
 
     def read(self, run_dir: Path) -> RunRecord | None:
         """The run's record, parsed only when its metrics file changed since it was cached."""
         state = metrics_file_state(run_dir)
         if state is None:
-            self._entries.pop(str(run_dir), None)
+            self._entries.pop(os.fspath(run_dir), None)
             return None
-        known, record = self.lookup(state)
-        if known:
+        entry = self._current(state)
+        if entry is not None:
             self.hits += 1
-            return record
+            return entry.record()
         self.misses += 1
         record = read_run_metrics(run_dir)
-        # Store under the state seen *before* parsing: if the file changed in
+        # Stored under the state seen *before* parsing: if the file changed in
         # between, the next lookup misses and parses again.
-        self._entries[state.path] = (state.mtime_ns, state.size, record)
+        self._entries[state.path] = _Entry(state.mtime_ns, state.size, record)
         return record
 
     def prune(self, keep: Iterable[str]) -> None:
@@ -130,16 +161,9 @@ class RunCache:
             del self._entries[path]
 
     def save(self, path: Path | str) -> Path:
-        """Write the cache as JSON lines (atomically)."""
+        """Write the cache (atomically): a header line, then one tab-separated line per run."""
         lines = [json.dumps({"format": CACHE_FORMAT_VERSION})]
-        for run_dir, (mtime_ns, size, record) in sorted(self._entries.items()):
-            entry = {
-                "path": run_dir,
-                "mtime_ns": mtime_ns,
-                "size": size,
-                "record": None if record is None else _record_to_json(record),
-            }
-            lines.append(json.dumps(entry))
+        lines += [entry.line(run_dir) for run_dir, entry in sorted(self._entries.items())]
         return atomic_write_text(path, "\n".join(lines) + "\n")
 
     @classmethod
@@ -152,16 +176,13 @@ class RunCache:
                 if header.get("format") != CACHE_FORMAT_VERSION:
                     return cache
                 for line in handle:
-                    entry = json.loads(line)
-                    record = entry["record"]
-                    cache._entries[entry["path"]] = (
-                        int(entry["mtime_ns"]),
-                        int(entry["size"]),
-                        None if record is None else _record_from_json(record),
+                    run_dir, mtime_ns, size, text = line.rstrip("\n").split("\t", 3)
+                    cache._entries[json.loads(run_dir)] = _Entry(
+                        int(mtime_ns), int(size), None, text or None
                     )
         except FileNotFoundError:
             return cache
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError) as exc:
             logger.warning("ignoring unreadable run cache %s: %s", path, exc)
             return cls()
         return cache
@@ -206,15 +227,12 @@ def scan_tree_state(
     pending: list[str] = []
     for run_dir in find_run_directories(roots, recursive=recursive):
         state = metrics_file_state(run_dir)
-        if state is None:
-            pending.append(str(run_dir))
-            continue
-        known, record = cache.lookup(state)
-        if not known:
-            record = cache.read(run_dir)
-        if record is None:
-            pending.append(str(run_dir))
-        else:
+        known = None if state is None else cache.known_readable(state)
+        if known is None and state is not None:
+            known = cache.read(run_dir) is not None
+        if known:
             readable.append(state)
+        else:
+            pending.append(str(run_dir))
     readable.sort()
     return TreeState(entries=tuple(readable), pending=tuple(pending), digest=_digest(readable))
