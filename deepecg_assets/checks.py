@@ -19,8 +19,9 @@ from deepecg_assets.assets.tables import (
 )
 from deepecg_assets.assets.transfer import TRANSFER_TABLE_STEM
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
-from deepecgkit.analysis.constants import LEGACY_SEED, VERDICT_UNTESTABLE
+from deepecgkit.analysis.constants import VERDICT_UNTESTABLE
 from deepecgkit.analysis.latex import compile_table, latex_engine
+from deepecgkit.analysis.ranking import rank_within_seed
 from deepecgkit.analysis.statistics import is_bimodal
 
 #: Rows listed in check metadata.
@@ -45,11 +46,11 @@ def no_dropped_averaging_minorities(averaging_conflicts: pd.DataFrame) -> dg.Ass
 
 
 def bimodal_cells(runs: pd.DataFrame, metric: str) -> list[dict[str, str]]:
-    """(dataset, model) cells whose per-seed scores of ``metric`` converge or collapse."""
-    if runs.empty:
-        return []
-    rows = runs.loc[(runs["metric"] == metric) & (runs["seed"] != LEGACY_SEED)]
-    per_seed = rows.groupby(["dataset", "model", "seed"])["value"].mean().reset_index()
+    """(dataset, model) cells whose per-seed scores of ``metric`` converge or collapse.
+
+    Per-seed values are the ranking's: finite values of seeded runs, duplicates averaged.
+    """
+    per_seed = rank_within_seed(runs, metric)
     cells = []
     for (dataset, model), block in per_seed.groupby(["dataset", "model"], sort=True):
         flagged, reason = is_bimodal(block["value"])

@@ -59,6 +59,22 @@ _REASON_ZERO_VARIANCE = (
 )
 
 
+def usable_rows(selected: pd.DataFrame) -> pd.DataFrame:
+    """Rows that can be ranked or paired: a finite value and a known, non-legacy seed.
+
+    The seed column of the result is int. Legacy runs are left out because
+    "same seed means same split" cannot hold for an unknown seed.
+    """
+    if selected.empty:
+        return selected.assign(seed=pd.Series(dtype=np.int64))
+    seeds = pd.to_numeric(selected["seed"], errors="coerce")
+    keep = np.isfinite(selected["value"].to_numpy()) & seeds.notna().to_numpy()
+    keep &= (seeds != LEGACY_SEED).to_numpy()
+    usable = selected.loc[keep].copy()
+    usable["seed"] = seeds[keep].astype(np.int64)
+    return usable
+
+
 class _Cells:
     """Per-(dataset, model, seed) accumulations of the usable rows."""
 
@@ -344,11 +360,7 @@ def flip_grid(
         pd.Index(models).get_indexer(present_rows["model"]),
     ] = True
 
-    seeds = pd.to_numeric(selected["seed"], errors="coerce")
-    keep = np.isfinite(selected["value"].to_numpy()) & seeds.notna().to_numpy()
-    keep &= (seeds != LEGACY_SEED).to_numpy()
-    usable = selected.loc[keep].assign(seed=seeds[keep].astype(np.int64))
-    cells = _Cells(usable, datasets, models)
+    cells = _Cells(usable_rows(selected), datasets, models)
     components, component_id = _components(
         cells,
         present,

@@ -40,6 +40,7 @@ from deepecgkit.analysis._paired_grid import (
     _REASON_SUPPORTED,
     _REASON_UNRESOLVED,
     _REASON_ZERO_VARIANCE,
+    usable_rows as _usable_rows,
 )
 from deepecgkit.analysis.constants import (
     AVERAGING_UNKNOWN,
@@ -48,7 +49,6 @@ from deepecgkit.analysis.constants import (
     FDR_FAMILIES,
     FDR_FAMILY_SIGNIFICANT,
     FDR_FAMILY_TESTABLE,
-    LEGACY_SEED,
     LOWER_IS_BETTER,
     MIN_MODELS_FOR_TAU,
     MIN_SEEDS_FOR_CLAIM,
@@ -171,18 +171,6 @@ def _metric_slice(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     selected["value"] = pd.to_numeric(selected["value"], errors="coerce").astype(np.float64)
     selected = selected.loc[selected["dataset"].notna() & selected["model"].notna()]
     return selected
-
-
-def _usable_rows(selected: pd.DataFrame) -> pd.DataFrame:
-    """Rows with a finite value and a known, non-legacy seed (seed made int)."""
-    if selected.empty:
-        return selected.assign(seed=pd.Series(dtype=np.int64))
-    seeds = pd.to_numeric(selected["seed"], errors="coerce")
-    keep = np.isfinite(selected["value"].to_numpy()) & seeds.notna().to_numpy()
-    keep &= (seeds != LEGACY_SEED).to_numpy()
-    usable = selected.loc[keep].copy()
-    usable["seed"] = seeds[keep].astype(np.int64)
-    return usable
 
 
 def _ranking_rows(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
