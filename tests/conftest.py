@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import pickle
+import pwd
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -53,3 +58,67 @@ def worked_example_frame(worked_example_root: Path) -> pd.DataFrame:
         warnings.simplefilter("error")
         frame, _ = reconcile_averaging(runs_to_frame(records))
     return frame
+
+
+#: The account an unprivileged check runs as when the tests run as root.
+UNPRIVILEGED_USER = "nobody"
+
+
+def _call_in_dropped_child(function: Callable[..., Any], *args: Any) -> Any:
+    """Call ``function(*args)`` in a forked child that has given up root first.
+
+    The child drops its supplementary groups, then its group, then its user
+    (in that order: after ``setuid`` it could no longer change the others)
+    and calls the function in the interpreter it already has, so nothing is
+    executed from a path the unprivileged user might not reach (a Python
+    under a private ``/root`` is the common case). The return value, or the
+    exception, comes back pickled through a pipe.
+    """
+    account = pwd.getpwnam(UNPRIVILEGED_USER)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        os.close(read_end)
+        try:
+            try:
+                os.setgroups([])
+                os.setgid(account.pw_gid)
+                os.setuid(account.pw_uid)
+            except OSError as exc:
+                outcome = ("cannot-drop", str(exc))
+            else:
+                try:
+                    outcome = ("returned", function(*args))
+                except BaseException as exc:
+                    outcome = ("raised", exc)
+            with os.fdopen(write_end, "wb") as pipe:
+                pickle.dump(outcome, pipe)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(child, 0)
+    kind, value = pickle.loads(data)
+    if kind == "cannot-drop":
+        pytest.skip(f"cannot drop root privileges here ({value}); permission checks need it")
+    if kind == "raised":
+        raise value
+    return value
+
+
+@pytest.fixture
+def as_unprivileged() -> Callable[..., Any]:
+    """A caller that runs ``function(*args)`` without root's right to read everything.
+
+    Root reads any file whatever its mode, so a permission test run as root
+    calls the function in a forked child running as ``nobody``; run as any
+    other user it simply calls the function.
+    """
+
+    def call(function: Callable[..., Any], *args: Any) -> Any:
+        if os.geteuid() != 0:
+            return function(*args)
+        return _call_in_dropped_child(function, *args)
+
+    return call

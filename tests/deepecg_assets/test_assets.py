@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -268,9 +266,18 @@ def test_bad_roots_fail_with_one_clear_message(platform, monkeypatch, kind: str)
     assert data.error.cause is None and data.error.context is None
 
 
-def test_root_without_permission_fails_with_one_clear_message() -> None:
+def _root_error_message(root: str) -> str:
+    """What :meth:`RunRootsResource.checked_roots` says about ``root`` ("" when it accepts it)."""
     from deepecg_assets.resources import RunRootError, RunRootsResource
 
+    try:
+        RunRootsResource(roots=root).checked_roots()
+    except RunRootError as exc:
+        return str(exc)
+    return ""
+
+
+def test_root_without_permission_fails_with_one_clear_message(as_unprivileged) -> None:
     # Not under pytest's tmp_path: that folder is private to its owner, and the
     # unprivileged user of the root case must be able to reach the locked folder.
     base = Path(tempfile.mkdtemp(prefix="deepecg-perm-"))
@@ -279,33 +286,8 @@ def test_root_without_permission_fails_with_one_clear_message() -> None:
     locked.mkdir()
     os.chmod(locked, 0)
     try:
-        if os.geteuid() == 0:
-            message = _check_as_unprivileged_user(locked)
-        else:
-            with pytest.raises(RunRootError) as caught:
-                RunRootsResource(roots=str(locked)).checked_roots()
-            message = str(caught.value)
+        message = as_unprivileged(_root_error_message, str(locked))
     finally:
         os.chmod(locked, 0o700)
         shutil.rmtree(base)
     assert message == f"run root {locked} cannot be read: permission denied"
-
-
-def _check_as_unprivileged_user(locked: Path) -> str:
-    """Root reads any folder, so check the locked root as the unprivileged user ``nobody``."""
-    script = (
-        "from deepecg_assets.resources import RunRootError, RunRootsResource\n"
-        "try:\n"
-        f"    RunRootsResource(roots={str(locked)!r}).checked_roots()\n"
-        "except RunRootError as exc:\n"
-        "    print(exc)\n"
-    )
-    command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-    completed = subprocess.run(
-        [*command, sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    return completed.stdout.strip()
