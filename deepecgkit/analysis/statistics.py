@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from fractions import Fraction
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any, TypeVar
 
 import numpy as np
