@@ -128,7 +128,7 @@ def mcnemar_mid_p(first_correct: ArrayLike, second_correct: ArrayLike) -> float:
     smaller = min(only_first, only_second)
     below = float(stats.binom.cdf(smaller - 1, discordant, _FAIR_COIN))
     at = float(stats.binom.pmf(smaller, discordant, _FAIR_COIN))
-    return min(1.0, 2.0 * (below + at / 2.0))
+    return min(1.0, 2.0 * below + at)
 
 
 def _discordant_counts(first_correct: ArrayLike, second_correct: ArrayLike) -> tuple[int, int]:
