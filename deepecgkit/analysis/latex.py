@@ -1170,13 +1170,21 @@ def flip_survival_table(
 # --- Kendall tau table -------------------------------------------------------------------------
 
 
-def _permutation_count(taus: pd.DataFrame) -> int | None:
-    """The permutation count of the first row that has one."""
-    for value in taus["n_permutations"] if len(taus) else []:
-        count = _finite_float(value)
-        if count is not None:
-            return round(count)
-    return None
+def _permutation_note(taus: pd.DataFrame) -> str:
+    """How the W p-values were computed, from the rows' ``n_permutations``."""
+    counts = {
+        round(c)
+        for c in map(_finite_float, taus["n_permutations"] if len(taus) else [])
+        if c is not None
+    }
+    if not counts:
+        return ""
+    if counts == {0}:
+        return " (Friedman's chi-squared approximation)"
+    largest = max(counts)
+    if len(counts) == 1:
+        return f" ({largest:,} permutations)"
+    return f" (up to {largest:,} permutations; fewer, or chi-squared, for the largest datasets)"
 
 
 def tau_table(
@@ -1246,8 +1254,7 @@ def tau_table(
                 ]
             )
         )
-    permutations = _permutation_count(taus)
-    counted = f" ({permutations:,} permutations)" if permutations is not None else ""
+    counted = _permutation_note(taus)
     notes = [
         r"$\bar\tau_b$: mean over every pair of seeds, with a leave-one-seed-out jackknife",
         r"Student-$t$ interval; Range: the smallest and largest pairwise $\tau_b$, which",

@@ -91,7 +91,7 @@ from deepecgkit.analysis.statistics import (
     is_bimodal,
     jackknife_mean_tau,
     kendall_w,
-    kendall_w_permutation_p,
+    kendall_w_p_value,
     min_attainable_kendall_p,
     min_attainable_kendall_p_given_ties,
     one_sided_p_value,
@@ -401,29 +401,27 @@ def _tau_b_matrix(rank_matrix: np.ndarray) -> np.ndarray:
         return np.where(denominator > 0, (signs @ signs.T) / denominator, np.nan)
 
 
-def _tie_signature(row: np.ndarray) -> tuple[int, ...]:
-    """Sizes of a ranking's tie groups, worst to best: all the Kendall floor depends on."""
-    return tuple(np.unique(row, return_counts=True)[1].tolist())
-
-
 def _kendall_floor(matrix: np.ndarray, taus: np.ndarray) -> float:
     """Smallest attainable two-sided Kendall p over the seed pairs with a defined tau.
 
     Computed from each pair's actual tie structure, once per distinct pair of
-    tie signatures (without ties every seed shares one signature).
+    tie patterns (without ties every seed shares one). A seed's pattern is
+    where its sorted values change, which fixes its tie-group sizes in order.
     """
     n_models = matrix.shape[1]
     first, second = np.triu_indices(matrix.shape[0], k=1)
     defined = np.isfinite(taus[first, second])
     if not defined.any():
         return min_attainable_kendall_p(n_models)
-    signatures = [_tie_signature(row) for row in matrix]
-    floors: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = {}
-    for i, j in zip(first[defined], second[defined], strict=True):
-        key = (signatures[i], signatures[j])
-        if key not in floors:
-            floors[key] = min_attainable_kendall_p_given_ties(matrix[i], matrix[j])
-    return float(min(floors.values()))
+    patterns = np.diff(np.sort(matrix, axis=1), axis=1) != 0
+    representative: dict[bytes, int] = {}
+    codes = np.array(
+        [representative.setdefault(row.tobytes(), i) for i, row in enumerate(patterns)]
+    )  # each seed's code is the first seed with its tie pattern
+    pairs = np.unique(np.stack([codes[first[defined]], codes[second[defined]]], axis=1), axis=0)
+    return float(
+        min(min_attainable_kendall_p_given_ties(matrix[i], matrix[j]) for i, j in pairs.tolist())
+    )
 
 
 def _permutation_seed(seed: int, dataset: Any) -> list[int]:
@@ -458,6 +456,9 @@ def _tau_row(
     taus = tau_matrix[np.triu_indices(n_seeds, k=1)]
     taus = taus[np.isfinite(taus)]
     jackknife = jackknife_mean_tau(tau_matrix, confidence_level)
+    p_w, permutations = kendall_w_p_value(
+        matrix, n_permutations=n_permutations, seed=_permutation_seed(seed, dataset)
+    )
     row.update(
         n_pairs=int(taus.size),
         tau_mean=float(taus.mean()) if taus.size else _NAN,
@@ -468,9 +469,8 @@ def _tau_row(
         tau_lower=jackknife["lower"],
         tau_upper=jackknife["upper"],
         kendall_w=kendall_w(matrix),
-        p_kendall_w=kendall_w_permutation_p(
-            matrix, n_permutations=n_permutations, seed=_permutation_seed(seed, dataset)
-        ),
+        p_kendall_w=p_w,
+        n_permutations=permutations,
     )
     return row
 
@@ -496,10 +496,13 @@ def tau_summary(
       jackknife standard error and Student-t interval of ``tau_mean``
       (:func:`~deepecgkit.analysis.statistics.jackknife_mean_tau`), at least
       three seeds; bounds are not clipped to [-1, 1].
-    * ``kendall_w``, ``p_kendall_w``: Kendall's coefficient of concordance
-      across all seeds and its permutation p-value (``n_permutations``
-      replicates seeded by ``seed`` and the dataset name), the one pooled
-      test the dependent taus cannot give.
+    * ``kendall_w``, ``p_kendall_w``, ``n_permutations``: Kendall's
+      coefficient of concordance across all seeds and its p-value, the one
+      pooled test the dependent taus cannot give: a permutation test seeded by
+      ``seed`` and the dataset name, with the requested ``n_permutations``
+      unless the dataset is too large for them
+      (:func:`~deepecgkit.analysis.statistics.kendall_w_p_value`); the column
+      records the count used, 0 for the chi-squared approximation.
     * ``min_attainable_p``: the smallest two-sided p-value the exact Kendall
       null can reach for any seed pair, from the pairs' actual tie structure
       (``2/n_models!`` only without ties; also when no pair has a defined

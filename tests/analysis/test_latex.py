@@ -1081,6 +1081,13 @@ def test_tau_table_example():
     assert r"[90\% CI]" in L.tau_table(taus, confidence_level=0.9)
     unclipped = L.tau_table(taus.iloc[[1]])
     assert "shown at its limit" not in unclipped
+    mixed = taus.assign(n_permutations=[9999, 0, 9999])
+    assert note_texts(L.tau_table(mixed))[4] == (
+        r"$p$-value (up to 9,999 permutations; fewer, or chi-squared, for the largest datasets) "
+        "against unrelated rankings."
+    )
+    chi2 = note_texts(L.tau_table(taus.assign(n_permutations=0)))[4]
+    assert chi2.startswith(r"$p$-value (Friedman's chi-squared approximation)")
 
 
 def test_tau_table_empty_and_missing_column():

@@ -28,6 +28,8 @@ from deepecgkit.analysis.statistics import (
     jackknife_mean_tau,
     kendall_tau,
     kendall_w,
+    kendall_w_chi2_p,
+    kendall_w_p_value,
     kendall_w_permutation_p,
     min_attainable_kendall_p,
     min_attainable_kendall_p_given_ties,
@@ -647,6 +649,21 @@ def test_kendall_w_permutation_test_holds_its_level() -> None:
         for k in range(replicates)
     )
     assert rejected / replicates <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / replicates)
+
+
+def test_kendall_w_p_value_keeps_its_cost_bounded() -> None:
+    """Small grids get the requested permutations; many seeds get Friedman's chi-squared."""
+    rng = np.random.default_rng(5)
+    small = rng.random((5, 4))
+    p, used = kendall_w_p_value(small, n_permutations=999, seed=2)
+    assert used == 999 and p == kendall_w_permutation_p(small, n_permutations=999, seed=2)
+    large = rng.random((200, 20)) + np.linspace(0, 0.2, 20)
+    p, used = kendall_w_p_value(large, n_permutations=9999, seed=2)
+    assert used == 0
+    assert p == pytest.approx(stats.friedmanchisquare(*large.T).pvalue, rel=1e-9)
+    assert kendall_w_chi2_p(large) == p
+    middle = rng.random((50, 20))  # 1,000 cells: 2,000 permutations fit the budget
+    assert kendall_w_p_value(middle, n_permutations=9999, seed=2)[1] == 2000
 
 
 def test_jackknife_mean_tau_hand_example() -> None:
