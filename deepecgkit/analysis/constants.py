@@ -101,40 +101,6 @@ DEFAULT_N_PERMUTATIONS = 9999
 #: p-value does not depend on which other datasets are analysed).
 DEFAULT_PERMUTATION_SEED = 0
 
-# --- Metric ranges -------------------------------------------------------------------
-
-#: Values a metric can take; tables clip displayed interval bounds to them.
-#: Unbounded ends are ``None``. Metrics not listed are not clipped.
-METRIC_RANGES: dict[str, tuple[float | None, float | None]] = {
-    **{
-        name: (0.0, 1.0)
-        for name in (
-            "accuracy",
-            "balanced_accuracy",
-            "precision",
-            "recall",
-            "f1",
-            "auroc",
-            "auroc_macro",
-            "label_accuracy",
-            "exact_match_accuracy",
-            "ece",
-            "adaptive_ece",
-            "mce",
-            "ece_temp",
-            "adaptive_ece_temp",
-            "mce_temp",
-        )
-    },
-    "mcc": (-1.0, 1.0),
-    # The multi-class Brier score (sum over classes) reaches 2.
-    "brier": (0.0, 2.0),
-    "brier_temp": (0.0, 2.0),
-    "nll": (0.0, None),
-    "nll_temp": (0.0, None),
-    "temperature": (0.0, None),
-}
-
 # --- Calibration -------------------------------------------------------------------
 
 #: Bins for ECE / MCE / adaptive ECE (Guo et al. 2017 use 15).
@@ -181,6 +147,22 @@ MULTI_LABEL_METRICS = (
 
 #: Metrics where a smaller value wins.
 LOWER_IS_BETTER = frozenset(_CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
+
+# --- Metric ranges -------------------------------------------------------------------
+
+#: Metrics that can exceed 1 without bound.
+_UNBOUNDED_ABOVE = ("nll", "nll_temp", "temperature")
+#: Values a metric can take; tables clip displayed interval bounds to them.
+#: Unbounded ends are ``None``. Every score and calibration error lies in [0, 1]
+#: except MCC, the multi-class Brier score (a sum over classes, up to 2) and the
+#: unbounded ones. Metrics not listed are not clipped.
+METRIC_RANGES: dict[str, tuple[float | None, float | None]] = {
+    **{name: (0.0, 1.0) for name in (*SINGLE_LABEL_METRICS, *MULTI_LABEL_METRICS, "auroc_macro")},
+    "mcc": (-1.0, 1.0),
+    "brier": (0.0, 2.0),
+    "brier_temp": (0.0, 2.0),
+    **{name: (0.0, None) for name in _UNBOUNDED_ABOVE},
+}
 
 # --- Flip verdicts (exact strings) --------------------------------------------------------
 

@@ -14,13 +14,14 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import scipy.stats
 
+from deepecgkit.analysis import ranking
 from deepecgkit.analysis.aggregation import (
     aggregate_runs,
     discover_runs,
@@ -68,41 +69,8 @@ AGGREGATE_COLUMNS = [
     "seeds",
 ]
 CONFLICT_COLUMNS = ["dataset", "model", "kept_averaging", "dropped_runs"]
-FLIP_COLUMNS = [
-    "model_a",
-    "model_b",
-    "dataset_1",
-    "dataset_2",
-    "metric",
-    "mean_1",
-    "mean_2",
-    "lower_1",
-    "upper_1",
-    "lower_2",
-    "upper_2",
-    "wins_1",
-    "wins_2",
-    "n_1",
-    "n_2",
-    "n_seeds",
-    "averaging_1",
-    "averaging_2",
-    "comparable_magnitudes",
-    "verdict",
-    "p_flip",
-    "reason",
-    "p_adjusted",
-    "fdr_family",
-    "fdr_family_size",
-    "p_reversal",
-    "q_reversal",
-    "fdr_method",
-    "survives_fdr",
-    "correction_applied_1",
-    "correction_applied_2",
-    "correction_note_1",
-    "correction_note_2",
-]
+#: The flip columns; tests/analysis/test_ranking.py spells the contract out.
+FLIP_COLUMNS = list(ranking.FLIP_COLUMNS)
 NO_DIAGNOSTICS = "diagnostics: unreadable 0, no_seed 0, duplicate 0, failed 0"
 WORKED_RUNS_LINE = "runs: 30 usable (3 models, 2 datasets, 5 distinct seeds)"
 WORKED_FLIP_LINE = (
@@ -361,22 +329,7 @@ def test_rank_worked_example_with_claim(
         distribution, rank_distribution(frame), check_dtype=False, check_exact=True
     )
     taus = read_csv(out_dir / "kendall_tau.csv")
-    assert list(taus.columns) == [
-        "dataset",
-        "n_models",
-        "n_seeds",
-        "n_pairs",
-        "tau_mean",
-        "tau_min",
-        "tau_max",
-        "min_attainable_p",
-        "tau_se",
-        "tau_lower",
-        "tau_upper",
-        "kendall_w",
-        "p_kendall_w",
-        "n_permutations",
-    ]
+    assert list(taus.columns) == list(ranking.TAU_COLUMNS)
     assert taus["tau_upper"].iloc[1] == pytest.approx(1.4737186947, abs=1e-9), "raw bound kept"
     flips = read_csv(out_dir / "flip_tests.csv")
     assert list(flips.columns) == FLIP_COLUMNS
@@ -466,7 +419,8 @@ def test_rank_claim_with_nan_writes_null(
     assert claim["components"][0]["verdict"] == "untestable"
 
 
-def test_rank_notes_unknown_split_sizes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def _three_model_corpus(tmp_path: Path, sizes_known: Callable[[str, str, int], bool]) -> Path:
+    """Models a < b < c on d1 and d2 over 3 seeds; split sizes recorded where ``sizes_known``."""
     runs = tmp_path / "runs"
     for dataset in ("d1", "d2"):
         for seed in range(3):
@@ -477,8 +431,14 @@ def test_rank_notes_unknown_split_sizes(capsys: pytest.CaptureFixture[str], tmp_
                     dataset=dataset,
                     metrics={"f1": 0.5 + 0.1 * "abc".index(model) + 0.01 * seed},
                     seed=seed,
-                    split_sizes=None if (dataset, seed) != ("d2", 0) else SplitSizes(),
+                    split_sizes=SplitSizes() if sizes_known(model, dataset, seed) else None,
                 )
+    return runs
+
+
+def test_rank_notes_unknown_split_sizes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Only d2's seed-0 runs record their split sizes.
+    runs = _three_model_corpus(tmp_path, lambda model, dataset, seed: (dataset, seed) == ("d2", 0))
     code, out, _ = cli(capsys, ["rank", runs, "--out", tmp_path / "out"])
     assert code == 0
     assert (
@@ -504,18 +464,7 @@ def test_rank_notes_unknown_split_sizes(capsys: pytest.CaptureFixture[str], tmp_
 def test_rank_note_when_other_runs_supply_the_split_sizes(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    runs = tmp_path / "runs"
-    for dataset in ("d1", "d2"):
-        for seed in range(3):
-            for model in ("a", "b", "c"):
-                write_run_directory(
-                    runs / f"{model}_{dataset}_seed{seed}",
-                    model=model,
-                    dataset=dataset,
-                    metrics={"f1": 0.5 + 0.1 * "abc".index(model) + 0.01 * seed},
-                    seed=seed,
-                    split_sizes=None if (model, seed) == ("a", 0) else SplitSizes(),
-                )
+    runs = _three_model_corpus(tmp_path, lambda model, dataset, seed: (model, seed) != ("a", 0))
     code, out, _ = cli(capsys, ["rank", runs, "--out", tmp_path / "out"])
     assert code == 0
     assert (

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from deepecgkit.analysis import constants, latex as L
+from deepecgkit.analysis import constants, latex as L, ranking
 
 NAN = float("nan")
 FORBIDDEN_CONTROLS = "\t\b\f\r\a\v"
@@ -57,57 +57,9 @@ AGGREGATE_COLUMNS = [
     "upper_ci",
     "seeds",
 ]
-FLIP_COLUMNS = [
-    "model_a",
-    "model_b",
-    "dataset_1",
-    "dataset_2",
-    "metric",
-    "mean_1",
-    "mean_2",
-    "lower_1",
-    "upper_1",
-    "lower_2",
-    "upper_2",
-    "wins_1",
-    "wins_2",
-    "n_1",
-    "n_2",
-    "n_seeds",
-    "averaging_1",
-    "averaging_2",
-    "comparable_magnitudes",
-    "verdict",
-    "p_flip",
-    "reason",
-    "p_adjusted",
-    "fdr_family",
-    "fdr_family_size",
-    "p_reversal",
-    "q_reversal",
-    "fdr_method",
-    "survives_fdr",
-    "correction_applied_1",
-    "correction_applied_2",
-    "correction_note_1",
-    "correction_note_2",
-]
-TAU_COLUMNS = [
-    "dataset",
-    "n_models",
-    "n_seeds",
-    "n_pairs",
-    "tau_mean",
-    "tau_min",
-    "tau_max",
-    "min_attainable_p",
-    "tau_se",
-    "tau_lower",
-    "tau_upper",
-    "kendall_w",
-    "p_kendall_w",
-    "n_permutations",
-]
+#: The frames' columns; tests/analysis/test_ranking.py spells the contract out.
+FLIP_COLUMNS = list(ranking.FLIP_COLUMNS)
+TAU_COLUMNS = list(ranking.TAU_COLUMNS)
 
 
 def aggregate_row(dataset, model, metric, mean, lower, upper, n=5, averaging="macro"):

@@ -22,6 +22,7 @@ import scipy.stats
 from hypothesis import HealthCheck, given, settings, strategies as st
 from statsmodels.stats.multitest import multipletests
 
+from deepecgkit.analysis import ranking
 from deepecgkit.analysis.constants import LEGACY_SEED, MIN_TEST_GROUPS
 from deepecgkit.analysis.ranking import (
     all_flip_tests,
@@ -256,6 +257,12 @@ NEGATIVE = tuple(-d for d in POSITIVE)
 
 
 # --- the worked example: ranks ------------------------------------------------------------------
+
+
+def test_column_constants_are_the_contract() -> None:
+    """The library's lists, which the CLI and LaTeX tests build their frames from."""
+    assert list(ranking.FLIP_COLUMNS) == FLIP_COLUMNS
+    assert list(ranking.TAU_COLUMNS) == TAU_COLUMNS
 
 
 def test_worked_example_rank_within_seed(worked_example_frame: pd.DataFrame) -> None:
