@@ -1119,6 +1119,12 @@ def test_correction_and_fdr_family_checked_up_front() -> None:
         all_flip_tests(empty, fdr_family="everything")
     with pytest.raises(ValueError):
         paired_difference(pair_frame(POSITIVE, NEGATIVE), "a", "b", "d1", correction="bh")
+    with pytest.raises(ValueError, match="fdr_method must be one of 'by', 'bh', got 'holm'"):
+        all_flip_tests(empty, fdr_method="holm")
+    with pytest.raises(ValueError, match="n_permutations"):
+        tau_summary(empty, n_permutations=0)
+    with pytest.raises(ValueError, match="confidence_level"):
+        tau_summary(empty, confidence_level=1.5)
 
 
 COUNT_CALLS = {
