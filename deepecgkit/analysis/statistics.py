@@ -441,8 +441,10 @@ def kendall_tau(ranks_a: Mapping[str, float], ranks_b: Mapping[str, float]) -> f
     either ranking is entirely tied.
 
     No p-value is returned on purpose: with m labels the exact permutation
-    null cannot go below ``2/m!`` (0.083 at m = 4), and the coefficients of
-    many seed pairs share seeds, so they cannot be pooled into one test.
+    null cannot go below ``2/m!`` (0.083 at m = 4; higher with ties, see
+    :func:`min_attainable_kendall_p_given_ties`), and the coefficients of
+    many seed pairs share seeds, so they cannot be pooled into one test;
+    :func:`kendall_w` with :func:`kendall_w_permutation_p` is that test.
 
     Raises:
         ValueError: the label sets differ, fewer than 3 labels, or a rank is
