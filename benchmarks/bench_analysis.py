@@ -81,7 +81,16 @@ DISCOVERY_TARGET_RATIO = 3.0
 GRID_TARGET_SECONDS = 10.0
 GRID_TARGET_SPEEDUP = 50.0
 RUN_FILES = (METRICS_FILENAME, METADATA_FILENAME, SPLIT_INFO_FILENAME)
-FLOAT_COLUMNS = ("mean_1", "mean_2", "lower_1", "upper_1", "lower_2", "upper_2", "p_flip")
+FLOAT_COLUMNS = (
+    "mean_1",
+    "mean_2",
+    "lower_1",
+    "upper_1",
+    "lower_2",
+    "upper_2",
+    "p_flip",
+    "p_reversal",
+)
 KEY_COLUMNS = ["dataset_1", "dataset_2", "model_a", "model_b"]
 
 

@@ -83,6 +83,14 @@ def _flip_grid(rng: np.random.Generator) -> pd.DataFrame:
             "p_adjusted": rng.random(n),
             "fdr_family": "testable",
             "fdr_family_size": n,
+            "p_reversal": rng.random(n),
+            "q_reversal": rng.random(n),
+            "fdr_method": "by",
+            "survives_fdr": rng.random(n) < 0.05,
+            "correction_applied_1": rng.choice(["nadeau-bengio", "unavailable"], size=n),
+            "correction_applied_2": "nadeau-bengio",
+            "correction_note_1": "",
+            "correction_note_2": "",
         }
     )
 

@@ -19,10 +19,14 @@ from deepecg_assets.assets.tables import (
 )
 from deepecg_assets.assets.transfer import TRANSFER_TABLE_STEM
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
-from deepecgkit.analysis.constants import VERDICT_UNTESTABLE
+from deepecgkit.analysis.constants import (
+    CORRECTION_UNAVAILABLE,
+    VERDICT_SUPPORTED,
+    VERDICT_UNTESTABLE,
+)
 from deepecgkit.analysis.latex import compile_table, latex_engine
 from deepecgkit.analysis.ranking import rank_within_seed
-from deepecgkit.analysis.statistics import is_bimodal
+from deepecgkit.analysis.statistics import collapse_gap_floor, is_bimodal
 
 #: Rows listed in check metadata.
 LISTED_ROWS = 20
@@ -49,11 +53,13 @@ def bimodal_cells(runs: pd.DataFrame, metric: str) -> list[dict[str, str]]:
     """(dataset, model) cells whose per-seed scores of ``metric`` converge or collapse.
 
     Per-seed values are the ranking's: finite values of seeded runs, duplicates averaged.
+    The rule is the flip grid's, with the metric's floor.
     """
     per_seed = rank_within_seed(runs, metric)
+    floor = collapse_gap_floor(metric)
     cells = []
     for (dataset, model), block in per_seed.groupby(["dataset", "model"], sort=True):
-        flagged, reason = is_bimodal(block["value"])
+        flagged, reason = is_bimodal(block["value"], min_gap=floor)
         if flagged:
             cells.append({"dataset": str(dataset), "model": str(model), "reason": reason})
     return cells
@@ -89,6 +95,74 @@ def no_untestable_flips(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
         metadata={
             "untestable": len(untestable),
             "reasons": dg.MetadataValue.json({str(k): int(v) for k, v in dict(reasons).items()}),
+        },
+    )
+
+
+def _flip_row_names(rows: pd.DataFrame) -> list[str]:
+    """``A vs B on D1 -> D2`` for the first rows, as check metadata lists them."""
+    return [
+        f"{r.model_a} vs {r.model_b} on {r.dataset_1} -> {r.dataset_2}"
+        for r in rows.head(LISTED_ROWS).itertuples(index=False)
+    ]
+
+
+@dg.asset_check(
+    asset="flip_grid",
+    description="Every nominally supported reversal survives the false-discovery-rate adjustment.",
+)
+def supported_flips_survive_fdr(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
+    supported = (
+        flip_grid.loc[flip_grid["verdict"] == VERDICT_SUPPORTED] if len(flip_grid) else flip_grid
+    )
+    surviving = int(supported["survives_fdr"].sum()) if len(supported) else 0
+    nominal = (
+        supported.loc[~supported["survives_fdr"].astype(bool)] if len(supported) else supported
+    )
+    method = str(flip_grid["fdr_method"].iloc[0]) if len(flip_grid) else ""
+    return dg.AssetCheckResult(
+        passed=len(nominal) == 0,
+        severity=_WARN,
+        description=(
+            f"{surviving} of {len(supported)} supported reversal(s) survive the "
+            f"{method.upper() or 'FDR'} adjustment of q_reversal"
+        ),
+        metadata={
+            "supported": len(supported),
+            "survives_fdr": surviving,
+            "fdr_method": method,
+            "nominal_only": dg.MetadataValue.json(_flip_row_names(nominal)),
+        },
+    )
+
+
+@dg.asset_check(
+    asset="flip_grid",
+    description="Every flip test got the Nadeau-Bengio correction it asked for.",
+)
+def flips_nadeau_bengio_applied(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
+    if len(flip_grid):
+        applied = flip_grid[["correction_applied_1", "correction_applied_2"]]
+        uncorrected = flip_grid.loc[(applied == CORRECTION_UNAVAILABLE).any(axis=1).to_numpy()]
+    else:
+        uncorrected = flip_grid
+    notes = (
+        pd.concat([uncorrected["correction_note_1"], uncorrected["correction_note_2"]])
+        if len(uncorrected)
+        else pd.Series(dtype=object)
+    )
+    reasons = notes[notes.astype(str) != ""].value_counts().head(LISTED_ROWS)
+    return dg.AssetCheckResult(
+        passed=len(uncorrected) == 0,
+        severity=_WARN,
+        description=(
+            f"{len(uncorrected)} of {len(flip_grid)} flip test(s) fell back to the uncorrected "
+            "standard error (split sizes unknown)"
+        ),
+        metadata={
+            "unavailable": len(uncorrected),
+            "rows": dg.MetadataValue.json(_flip_row_names(uncorrected)),
+            "reasons": dg.MetadataValue.json({str(k): int(v) for k, v in reasons.items()}),
         },
     )
 
@@ -175,4 +249,6 @@ ALL_CHECKS = [
     tau_table_compiles,
     flip_table_compiles,
     transfer_table_compiles,
+    supported_flips_survive_fdr,
+    flips_nadeau_bengio_applied,
 ]

@@ -43,6 +43,11 @@ STRING_COLUMNS = frozenset(
         "verdict",
         "reason",
         "fdr_family",
+        "fdr_method",
+        "correction_applied_1",
+        "correction_applied_2",
+        "correction_note_1",
+        "correction_note_2",
         "dataset_best",
         "dataset_worst",
         "components",
@@ -57,7 +62,9 @@ STRING_COLUMNS = frozenset(
     }
 )
 #: Columns that always hold booleans.
-BOOL_COLUMNS = frozenset({"multi_label", "comparable_magnitudes", "claimed_direction"})
+BOOL_COLUMNS = frozenset(
+    {"multi_label", "comparable_magnitudes", "claimed_direction", "survives_fdr"}
+)
 #: Rows shown in the Markdown preview attached to every materialisation.
 PREVIEW_ROWS = 10
 _TRUE_TEXT = {"True": True, "False": False}

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
+    DEFAULT_FDR_METHOD,
     DEFAULT_RANK_METRIC,
     FDR_FAMILY_TESTABLE,
     MIN_TEST_GROUPS,
@@ -142,6 +143,14 @@ class AnalysisSettings(dg.ConfigurableResource):
     )
     correction: str = Field(default=NADEAU_BENGIO, description="'nadeau-bengio' or 'none'")
     fdr_family: str = Field(default=FDR_FAMILY_TESTABLE, description="'testable' or 'significant'")
+    fdr_method: str = Field(
+        default=DEFAULT_FDR_METHOD,
+        description="adjustment of q_reversal: 'by' (Benjamini-Yekutieli) or 'bh'",
+    )
+    strict_correction: bool = Field(
+        default=False,
+        description="flip rows whose Nadeau-Bengio correction is unavailable become untestable",
+    )
     models: list[str] | None = Field(default=None, description="restrict to these models")
     datasets: list[str] | None = Field(default=None, description="restrict to these datasets")
     on_duplicate: str = Field(default=ON_DUPLICATE_NEWEST, description="newest, error or all")

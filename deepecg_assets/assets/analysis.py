@@ -29,6 +29,7 @@ CLAIM_COLUMNS = [
     "metric",
     "verdict",
     "p_claim",
+    "p_claim_directional",
     "n_components",
     "n_supported",
     "n_supported_in_direction",
@@ -66,13 +67,17 @@ def rank_distribution(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings)
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def tau_summary(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
-    """Per dataset: Kendall tau-b between the rankings of every pair of seeds."""
-    return tau_summary_frame(restricted(reconciled_runs, analysis), analysis.metric)
+    """Per dataset: Kendall tau-b between seed rankings (jackknife interval) and Kendall's W."""
+    return tau_summary_frame(
+        restricted(reconciled_runs, analysis),
+        analysis.metric,
+        confidence_level=analysis.confidence_level,
+    )
 
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.Output:
-    """Every cross-dataset flip test, with its Benjamini-Yekutieli adjusted p-value."""
+    """Every cross-dataset flip test, with its directional p-value and FDR-adjusted q-value."""
     flips = all_flip_tests(
         reconciled_runs,
         analysis.metric,
@@ -82,11 +87,15 @@ def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.O
         datasets=analysis.datasets,
         min_test_groups=analysis.min_test_groups,
         fdr_family=analysis.fdr_family,
+        fdr_method=analysis.fdr_method,
+        strict_correction=analysis.strict_correction,
     )
     counts = flips["verdict"].value_counts() if len(flips) else pd.Series(dtype=int)
     metadata: dict[str, Any] = {f"verdict_{v}": int(counts.get(v, 0)) for v in VERDICTS}
     metadata["fdr_family"] = analysis.fdr_family
     metadata["fdr_family_size"] = int(flips["fdr_family_size"].iloc[0]) if len(flips) else 0
+    metadata["fdr_method"] = analysis.fdr_method
+    metadata["survives_fdr"] = int(flips["survives_fdr"].sum()) if len(flips) else 0
     return dg.Output(flips, metadata=metadata)
 
 
@@ -105,6 +114,7 @@ def rank_claims(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd
             confidence_level=analysis.confidence_level,
             correction=analysis.correction,
             min_test_groups=analysis.min_test_groups,
+            strict_correction=analysis.strict_correction,
         )
         components = [{k: _json_value(v) for k, v in c.items()} for c in result["components"]]
         result["components"] = json.dumps(components)

@@ -76,7 +76,10 @@ def rank_table(
     """``rank_distribution.tex``: rank counts over seeds, with Kendall tau notes."""
     tables = {
         RANK_TABLE_STEM: rank_distribution_table(
-            rank_distribution, tau_summary, metric=analysis.metric
+            rank_distribution,
+            tau_summary,
+            metric=analysis.metric,
+            confidence_level=analysis.confidence_level,
         )
     }
     return _written(write_tables(tables, output_folder.tables_dir()), tables)
@@ -84,10 +87,12 @@ def rank_table(
 
 @dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def tau_table(
-    tau_summary: pd.DataFrame, output_folder: OutputFolderResource
+    tau_summary: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
     """``kendall_tau.tex``: the supplementary Kendall tau table."""
-    tables = {TAU_TABLE_STEM: kendall_tau_table(tau_summary)}
+    tables = {
+        TAU_TABLE_STEM: kendall_tau_table(tau_summary, confidence_level=analysis.confidence_level)
+    }
     return _written(write_tables(tables, output_folder.tables_dir()), tables)
 
 

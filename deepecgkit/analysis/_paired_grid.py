@@ -11,10 +11,12 @@ instead. It follows the same definitions step for step:
 2. Every (dataset, model pair) *component* is evaluated at once on
    ``(components x seeds)`` arrays: shared seeds, mean and SD of the
    differences, wins, the Nadeau-Bengio factor from the contributing runs'
-   mean sizes, the Student-t interval and p-value, the largest-gap
-   bimodality flag.
+   mean sizes (and the correction actually applied), the Student-t interval
+   and p-value, the scale-aware bimodality flag.
 3. Every flip row picks its two components by index and is classified with
-   ``np.select`` in the fixed decision order of ``00-decisions.md``.
+   ``np.select`` in the fixed decision order of ``00-decisions.md``; its
+   directional ``p_reversal`` comes from the two components' p-values and
+   means.
 
 Only the human-readable reason strings that carry numbers are formatted per
 row, and only for the rows that need them.
@@ -30,9 +32,10 @@ from scipy import stats
 
 from deepecgkit.analysis.constants import (
     AVERAGING_UNKNOWN,
+    CORRECTION_UNAVAILABLE,
     LEGACY_SEED,
-    MIN_COLLAPSE_GAP,
     NADEAU_BENGIO,
+    NO_CORRECTION,
     VERDICT_BIMODAL,
     VERDICT_CONTRADICTED,
     VERDICT_NOT_REPRODUCED,
@@ -42,7 +45,13 @@ from deepecgkit.analysis.constants import (
     VERDICT_UNTESTABLE,
     ZERO_VARIANCE_TOL,
 )
-from deepecgkit.analysis.statistics import is_bimodal
+from deepecgkit.analysis.statistics import (
+    bimodal_flags,
+    collapse_gap_floor,
+    correction_note,
+    is_bimodal,
+    reversal_p_value,
+)
 
 _SIZE_COLUMNS = ("n_train", "n_test", "n_test_groups")
 #: Distinct averaging strings representable in one uint64 bit mask.
@@ -57,6 +66,21 @@ _REASON_ONE_SEED = "a single shared seed carries no dispersion"
 _REASON_ZERO_VARIANCE = (
     "zero variance across seeds; the interval is undefined, not infinitely precise"
 )
+#: Appended to the correction note of a component that ``strict_correction`` makes untestable.
+_REASON_STRICT_CORRECTION = "strict_correction makes the comparison untestable"
+
+
+def too_few_groups_reason(n_test_groups: float) -> str:
+    """Reason of a component whose test partition holds too few independent units."""
+    return (
+        f"test partition holds {n_test_groups:g} independent unit(s), "
+        "which cannot support an interval"
+    )
+
+
+def strict_correction_reason(note: str) -> str:
+    """Reason of a component untestable because Nadeau-Bengio was required but unavailable."""
+    return f"{note}; {_REASON_STRICT_CORRECTION}"
 
 
 def usable_rows(selected: pd.DataFrame) -> pd.DataFrame:
@@ -169,25 +193,36 @@ def _mean_size(cells: _Cells, column: str, index: tuple, shared: np.ndarray) -> 
         return np.where(count > 0, total / count, np.nan)
 
 
-def _bimodal_flags(values: np.ndarray, shared: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Vectorised :func:`is_bimodal` (no baseline, default gap) on each row's shared values."""
-    ordered = np.sort(np.where(shared, values, np.inf), axis=1)
-    if ordered.shape[1] < 2:
-        return np.zeros(len(values), dtype=bool)
-    with np.errstate(invalid="ignore"):
-        gaps = np.diff(ordered, axis=1)
-    valid = np.arange(gaps.shape[1])[None, :] < (n - 1)[:, None]
-    largest = np.where(valid, gaps, -np.inf).max(axis=1)
-    return (n >= 3) & (largest >= MIN_COLLAPSE_GAP)
+def _bimodal(values: np.ndarray, shared: np.ndarray, floor: float) -> np.ndarray:
+    """:func:`~deepecgkit.analysis.statistics.bimodal_flags` on each row's shared values."""
+    return bimodal_flags(np.where(shared, values, np.nan), floor)
+
+
+def _applied_corrections(
+    correction: str, n_train: np.ndarray, n_test: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised :func:`~deepecgkit.analysis.statistics.applied_correction`."""
+    size = len(n_train)
+    if correction == NO_CORRECTION:
+        return np.full(size, NO_CORRECTION, dtype=object), np.full(size, "", dtype=object)
+    train_known, test_known = n_train > 0, n_test > 0
+    applied = np.where(train_known & test_known, NADEAU_BENGIO, CORRECTION_UNAVAILABLE)
+    notes = np.full(size, "", dtype=object)
+    for train, test in ((False, True), (True, False), (False, False)):
+        chosen = (train_known == train) & (test_known == test)
+        notes[chosen] = correction_note(train, test)
+    return applied.astype(object), notes
 
 
 def _components(
     cells: _Cells,
     present: np.ndarray,
     *,
+    metric: str,
     confidence_level: float,
     correction: str,
     min_test_groups: int,
+    strict_correction: bool,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Evaluate every (dataset, model pair) component; return arrays and an id lookup."""
     n_datasets, n_models = present.shape
@@ -218,14 +253,10 @@ def _components(
 
     defined = (n > 1) & (std > ZERO_VARIANCE_TOL)
     safe_n = np.where(n > 0, n, 1)
-    if correction == NADEAU_BENGIO:
-        sizes_known = (n_train > 0) & (n_test > 0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            factor = np.where(
-                sizes_known, np.sqrt(1.0 / safe_n + n_test / n_train), np.sqrt(1.0 / safe_n)
-            )
-    else:
-        factor = 1.0 / np.sqrt(safe_n)
+    applied, notes = _applied_corrections(correction, n_train, n_test)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corrected = np.sqrt(1.0 / safe_n + n_test / n_train)
+        factor = np.where(applied == NADEAU_BENGIO, corrected, np.sqrt(1.0 / safe_n))
     dof = np.where(defined, n - 1, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         sem = np.where(defined, std * factor, np.nan)
@@ -233,19 +264,21 @@ def _components(
         t_stat = mean / sem
         p_value = np.where(defined, 2.0 * stats.t.sf(np.abs(t_stat), dof), np.nan)
     lower, upper = mean - half_width, mean + half_width
-    testable = ~(np.isfinite(n_test_groups) & (n_test_groups < min_test_groups))
-    bimodal_a = _bimodal_flags(a_values, shared, n)
-    bimodal_b = _bimodal_flags(b_values, shared, n)
+    enough_groups = ~(np.isfinite(n_test_groups) & (n_test_groups < min_test_groups))
+    strict_blocked = strict_correction & (applied == CORRECTION_UNAVAILABLE)
+    testable = enough_groups & ~strict_blocked
+    floor = collapse_gap_floor(metric)
+    bimodal_a = _bimodal(a_values, shared, floor)
+    bimodal_b = _bimodal(b_values, shared, floor)
 
     reason = np.full(len(cd), "", dtype=object)
     reason[(n > 1) & ~defined] = _REASON_ZERO_VARIANCE
     reason[n == 1] = _REASON_ONE_SEED
     reason[n == 0] = _REASON_NO_SEEDS
-    for i in np.flatnonzero(~testable):
-        reason[i] = (
-            f"test partition holds {n_test_groups[i]:g} independent unit(s), "
-            "which cannot support an interval"
-        )
+    for i in np.flatnonzero(enough_groups & strict_blocked):
+        reason[i] = strict_correction_reason(notes[i])
+    for i in np.flatnonzero(~enough_groups):
+        reason[i] = too_few_groups_reason(n_test_groups[i])
     for i in np.flatnonzero(testable & defined & (bimodal_a | bimodal_b)):
         shared_seeds = shared[i]
         for model, values, flag in (
@@ -253,7 +286,7 @@ def _components(
             (cb[i], b_values[i], bimodal_b[i]),
         ):
             if flag:
-                _, text = is_bimodal(values[shared_seeds])
+                _, text = is_bimodal(values[shared_seeds], min_gap=floor)
                 reason[i] = f"{cells.models[model]}: {text}"
                 break
     components = {
@@ -268,6 +301,8 @@ def _components(
         "bimodal": bimodal_a | bimodal_b,
         "reason": reason,
         "averaging": _component_averaging(cells, cd, ca, cb, shared),
+        "correction_applied": applied,
+        "correction_note": notes,
     }
     return components, component_id
 
@@ -334,6 +369,7 @@ def flip_grid(
     min_test_groups: int,
     min_seeds: int,
     min_seeds_for_claim: int,
+    strict_correction: bool,
 ) -> pd.DataFrame:
     """Every flip test of a metric slice, unsorted and without the FDR columns.
 
@@ -341,11 +377,12 @@ def flip_grid(
         selected: rows of one metric (already restricted to the requested
             models and datasets), ``value`` as float.
         metric, confidence_level, correction, min_test_groups, min_seeds,
-            min_seeds_for_claim: as in :func:`~deepecgkit.analysis.ranking.flip_test`.
+            min_seeds_for_claim, strict_correction: as in
+            :func:`~deepecgkit.analysis.ranking.flip_test`.
 
     Returns:
-        One row per (dataset pair, model pair) with the flip columns up to
-        ``reason``; an empty frame when there is nothing to compare.
+        One row per (dataset pair, model pair) with the flip columns except
+        the FDR ones; an empty frame when there is nothing to compare.
     """
     if selected.empty:
         return pd.DataFrame()
@@ -364,9 +401,11 @@ def flip_grid(
     components, component_id = _components(
         cells,
         present,
+        metric=metric,
         confidence_level=confidence_level,
         correction=correction,
         min_test_groups=min_test_groups,
+        strict_correction=strict_correction,
     )
 
     rows_1, rows_2, pair_a, pair_b, index_1, index_2 = [], [], [], [], [], []
@@ -418,6 +457,15 @@ def flip_grid(
         "verdict": verdicts,
         "p_flip": np.where(untested, np.nan, np.maximum(first["p_value"], second["p_value"])),
         "reason": reasons,
+        "p_reversal": np.where(
+            untested,
+            np.nan,
+            reversal_p_value(first["p_value"], second["p_value"], first["mean"], second["mean"]),
+        ),
+        "correction_applied_1": first["correction_applied"],
+        "correction_applied_2": second["correction_applied"],
+        "correction_note_1": first["correction_note"],
+        "correction_note_2": second["correction_note"],
     }
     frame = pd.DataFrame(columns)
     frame["comparable_magnitudes"] = frame["comparable_magnitudes"].astype(bool)

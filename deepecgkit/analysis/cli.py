@@ -37,10 +37,13 @@ from deepecgkit.analysis.aggregation import (
 )
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
+    CORRECTION_UNAVAILABLE,
     CORRECTIONS,
+    DEFAULT_FDR_METHOD,
     DEFAULT_RANK_METRIC,
     FDR_FAMILIES,
     FDR_FAMILY_TESTABLE,
+    FDR_METHODS,
     NADEAU_BENGIO,
     ON_DUPLICATE_NEWEST,
     ON_DUPLICATE_POLICIES,
@@ -147,6 +150,18 @@ def _build_parser(command: str) -> _Parser:
     parser.add_argument("--metric", default=DEFAULT_RANK_METRIC, help="metric to rank (f1)")
     parser.add_argument("--correction", choices=CORRECTIONS, default=NADEAU_BENGIO)
     parser.add_argument("--fdr-family", choices=FDR_FAMILIES, default=FDR_FAMILY_TESTABLE)
+    parser.add_argument(
+        "--fdr-method",
+        choices=FDR_METHODS,
+        default=DEFAULT_FDR_METHOD,
+        help="adjustment of q_reversal: by (Benjamini-Yekutieli, default) or bh",
+    )
+    parser.add_argument(
+        "--strict-correction",
+        action="store_true",
+        help="make comparisons whose split sizes are unknown untestable instead of "
+        "falling back to the uncorrected standard error",
+    )
     parser.add_argument("--models", nargs="+", metavar="M", help="restrict to these models")
     parser.add_argument("--datasets", nargs="+", metavar="D", help="restrict to these datasets")
     parser.add_argument(
@@ -296,26 +311,33 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _tau_line(taus: pd.DataFrame) -> str:
+def _tau_line(taus: pd.DataFrame, level: float) -> str:
     parts = []
     for row in taus.itertuples(index=False):
         size = f"({row.n_models} models, {row.n_seeds} seeds)"
-        if math.isfinite(row.tau_mean):
-            parts.append(
-                f"{row.dataset} {row.tau_mean:.2f} [{row.tau_min:.2f}, {row.tau_max:.2f}] {size}"
-            )
-        else:
+        if not math.isfinite(row.tau_mean):
             parts.append(f"{row.dataset} n/a {size}")
-    return "kendall tau: " + ("; ".join(parts) if parts else "n/a")
+            continue
+        text = f"{row.dataset} {row.tau_mean:.2f}"
+        if math.isfinite(row.tau_lower):
+            # Shown clipped to tau's range, as in the tables; kendall_tau.csv keeps the raw bounds.
+            text += f" [{max(row.tau_lower, -1.0):.2f}, {min(row.tau_upper, 1.0):.2f}]"
+        if math.isfinite(row.kendall_w):
+            text += f", W {row.kendall_w:.2f} (p {row.p_kendall_w:.4g})"
+        parts.append(f"{text} {size}")
+    heading = f"kendall tau (mean [{level * 100:g}% jackknife CI], W (permutation p))"
+    return f"{heading}: " + ("; ".join(parts) if parts else "n/a")
 
 
-def _flip_line(flips: pd.DataFrame, fdr_family: str) -> str:
+def _flip_line(flips: pd.DataFrame, fdr_family: str, fdr_method: str, level: float) -> str:
     counts = flips["verdict"].value_counts() if len(flips) else pd.Series(dtype=int)
     family_size = int(flips["fdr_family_size"].iloc[0]) if len(flips) else 0
+    surviving = int(flips["survives_fdr"].sum()) if len(flips) else 0
     verdicts = ", ".join(f"{v} {int(counts.get(v, 0))}" for v in VERDICTS)
     return (
-        f"flip tests: {len(flips)} comparison(s), BY family '{fdr_family}' of size "
-        f"{family_size}; {verdicts}"
+        f"flip tests: {len(flips)} comparison(s), {fdr_method.upper()} family '{fdr_family}' "
+        f"of size {family_size}; {verdicts}; supported and surviving FDR "
+        f"(q_reversal <= {round(1 - level, 6):g}) {surviving}"
     )
 
 
@@ -324,6 +346,36 @@ def _unknown_split_runs(frame: pd.DataFrame) -> int:
     sizes = frame.reindex(columns=["run_dir", "n_train", "n_test"])
     unknown = sizes["n_train"].isna() | sizes["n_test"].isna()
     return int(sizes.loc[unknown, "run_dir"].nunique())
+
+
+def _uncorrected_rows(flips: pd.DataFrame) -> int:
+    """Flip rows with a component whose requested Nadeau-Bengio correction was unavailable."""
+    if not len(flips):
+        return 0
+    applied = flips[["correction_applied_1", "correction_applied_2"]]
+    return int((applied == CORRECTION_UNAVAILABLE).any(axis=1).sum())
+
+
+def _correction_note(metric_rows: pd.DataFrame, flips: pd.DataFrame, strict: bool) -> str | None:
+    unknown = _unknown_split_runs(metric_rows)
+    if not unknown:
+        return None
+    rows = _uncorrected_rows(flips)
+    if not rows:
+        return (
+            f"note: split sizes unknown for {unknown} run(s); each comparison took the "
+            "Nadeau-Bengio sizes from its other runs"
+        )
+    if strict:
+        return (
+            f"note: split sizes unknown for {unknown} run(s); --strict-correction made "
+            f"{rows} flip test(s) untestable"
+        )
+    return (
+        f"note: split sizes unknown for {unknown} run(s); their comparisons use the uncorrected "
+        f"standard error ({rows} flip test(s) with correction 'unavailable'; "
+        "--strict-correction makes them untestable)"
+    )
 
 
 def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) -> int:
@@ -343,7 +395,7 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
     level, metric = args.confidence_level, args.metric
     ranks = rank_within_seed(frame, metric)
     distribution = rank_distribution(frame, metric)
-    taus = tau_summary(frame, metric)
+    taus = tau_summary(frame, metric, confidence_level=level)
     flips = all_flip_tests(
         frame,
         metric,
@@ -352,6 +404,8 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
         models=args.models,
         datasets=args.datasets,
         fdr_family=args.fdr_family,
+        fdr_method=args.fdr_method,
+        strict_correction=args.strict_correction,
     )
     claim = None
     if args.claim:
@@ -371,6 +425,7 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
             opponents=opponents,
             confidence_level=level,
             correction=args.correction,
+            strict_correction=args.strict_correction,
         )
 
     output.csv("ranks.csv", ranks)
@@ -387,8 +442,10 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
             exclusions.append("datasets: " + ", ".join(args.datasets))
         output.tables(
             {
-                "rank_distribution": rank_distribution_table(distribution, taus, metric=metric),
-                "kendall_tau": tau_table(taus),
+                "rank_distribution": rank_distribution_table(
+                    distribution, taus, metric=metric, confidence_level=level
+                ),
+                "kendall_tau": tau_table(taus, confidence_level=level),
                 "flip_survival": flip_survival_table(
                     flips,
                     metric=metric,
@@ -401,20 +458,18 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
 
     lines = _summary_lines(records, diagnostics)
     lines.append(f"metric: {metric} (correction {args.correction}, {level * 100:g}% intervals)")
-    lines.append(_tau_line(taus))
-    lines.append(_flip_line(flips, args.fdr_family))
+    lines.append(_tau_line(taus, level))
+    lines.append(_flip_line(flips, args.fdr_family, args.fdr_method, level))
     if claim is not None:
         lines.append(
             f"claim: {claim['model']} best on {claim['dataset_best']}, worst on "
-            f"{claim['dataset_worst']}: {claim['verdict']} (p_claim {claim['p_claim']:.4g}, "
+            f"{claim['dataset_worst']}: {claim['verdict']} "
+            f"(p_claim_directional {claim['p_claim_directional']:.4g}, "
             f"{claim['n_components']} component(s), {claim['n_untestable']} untestable)"
         )
-    unknown = _unknown_split_runs(metric_rows)
-    if unknown and args.correction == NADEAU_BENGIO:
-        lines.append(
-            f"note: split sizes unknown for {unknown} run(s); their comparisons use the "
-            "uncorrected standard error"
-        )
+    note = _correction_note(metric_rows, flips, args.strict_correction)
+    if note is not None and args.correction == NADEAU_BENGIO:
+        lines.append(note)
     lines.append(f"wrote {len(output.written)} file(s) to {args.out}")
     out("\n".join(lines))
     return EXIT_OK

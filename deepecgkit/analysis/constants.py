@@ -27,6 +27,11 @@ NADEAU_BENGIO = "nadeau-bengio"
 #: Plain standard error of the mean.
 NO_CORRECTION = "none"
 CORRECTIONS = (NADEAU_BENGIO, NO_CORRECTION)
+#: The correction a row records when Nadeau-Bengio was requested but the split sizes
+#: are unknown, so the plain standard error had to be used.
+CORRECTION_UNAVAILABLE = "unavailable"
+#: Every value of the ``correction_applied`` columns.
+APPLIED_CORRECTIONS = (NADEAU_BENGIO, NO_CORRECTION, CORRECTION_UNAVAILABLE)
 
 # --- Thresholds ----------------------------------------------------------------
 
@@ -36,8 +41,24 @@ MIN_TEST_GROUPS = 10
 MIN_SEEDS_FOR_INTERVAL = 3
 #: Fewest shared seeds that may yield the verdict "supported".
 MIN_SEEDS_FOR_CLAIM = 5
-#: Smallest gap between sorted per-seed values that flags a bimodal sample.
-MIN_COLLAPSE_GAP = 0.15
+#: Default floor of the bimodality rule: the smallest gap between sorted per-seed
+#: values, in metric units, that can flag a sample however tight its clusters are.
+#: Used for metrics without a floor of their own in ``COLLAPSE_GAP_FLOORS``.
+MIN_COLLAPSE_GAP = 0.10
+#: Share of the span from the chance level to the best value that a gap must reach
+#: (the floor of a metric with a known chance level).
+COLLAPSE_FLOOR_FRACTION = 0.2
+#: Floors of metrics whose values sit far below 1 (calibration errors): a fixed
+#: 0.10 could never be reached by an ECE that lives between 0.01 and 0.10.
+_CALIBRATION_FLOORS = {"ece": 0.02, "adaptive_ece": 0.02, "brier": 0.02, "mce": 0.05, "nll": 0.10}
+COLLAPSE_GAP_FLOORS = {
+    **_CALIBRATION_FLOORS,
+    **{f"{name}_temp": floor for name, floor in _CALIBRATION_FLOORS.items()},
+}
+#: Chance level of metrics whose chance level does not depend on the class count.
+CHANCE_LEVELS = {"auroc": 0.5, "auroc_macro": 0.5, "mcc": 0.0}
+#: Metrics whose chance level is ``1/K`` for K balanced classes (needs K).
+CHANCE_ONE_OVER_K = frozenset({"accuracy", "balanced_accuracy"})
 #: Fewest common models for Kendall's tau.
 MIN_MODELS_FOR_TAU = 3
 #: A paired sample whose SD is at or below this counts as having zero variance.
@@ -57,12 +78,28 @@ FDR_FAMILY_TESTABLE = "testable"
 FDR_FAMILY_SIGNIFICANT = "significant"
 FDR_FAMILIES = (FDR_FAMILY_TESTABLE, FDR_FAMILY_SIGNIFICANT)
 
+#: Benjamini-Yekutieli (2001): false-discovery-rate control under any dependence.
+FDR_METHOD_BY = "by"
+#: Benjamini-Hochberg (1995): needs independence or positive regression dependence.
+FDR_METHOD_BH = "bh"
+FDR_METHODS = (FDR_METHOD_BY, FDR_METHOD_BH)
+#: Adjustment of ``q_reversal`` when the caller names none.
+DEFAULT_FDR_METHOD = FDR_METHOD_BY
+
 # --- Averaging -------------------------------------------------------------------
 
 #: Averaging recorded for every multi-label run.
 AVERAGING_MACRO_LABEL = "macro-label"
 #: Averaging when the metrics CSV does not say.
 AVERAGING_UNKNOWN = "unknown"
+
+# --- Kendall agreement --------------------------------------------------------------
+
+#: Permutations behind the p-value of Kendall's W.
+DEFAULT_N_PERMUTATIONS = 9999
+#: Seed of the permutation draws (combined with the dataset name, so a dataset's
+#: p-value does not depend on which other datasets are analysed).
+DEFAULT_PERMUTATION_SEED = 0
 
 # --- Calibration -------------------------------------------------------------------
 
@@ -110,6 +147,22 @@ MULTI_LABEL_METRICS = (
 
 #: Metrics where a smaller value wins.
 LOWER_IS_BETTER = frozenset(_CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
+
+# --- Metric ranges -------------------------------------------------------------------
+
+#: Metrics that can exceed 1 without bound.
+_UNBOUNDED_ABOVE = ("nll", "nll_temp", "temperature")
+#: Values a metric can take; tables clip displayed interval bounds to them.
+#: Unbounded ends are ``None``. Every score and calibration error lies in [0, 1]
+#: except MCC, the multi-class Brier score (a sum over classes, up to 2) and the
+#: unbounded ones. Metrics not listed are not clipped.
+METRIC_RANGES: dict[str, tuple[float | None, float | None]] = {
+    **{name: (0.0, 1.0) for name in (*SINGLE_LABEL_METRICS, *MULTI_LABEL_METRICS, "auroc_macro")},
+    "mcc": (-1.0, 1.0),
+    "brier": (0.0, 2.0),
+    "brier_temp": (0.0, 2.0),
+    **{name: (0.0, None) for name in _UNBOUNDED_ABOVE},
+}
 
 # --- Flip verdicts (exact strings) --------------------------------------------------------
 
@@ -160,23 +213,36 @@ REPORT_PAIRED_METRICS = (
 )
 
 __all__ = [
+    "APPLIED_CORRECTIONS",
     "AVERAGING_MACRO_LABEL",
     "AVERAGING_UNKNOWN",
     "CALIBRATION_METRICS",
+    "CHANCE_LEVELS",
+    "CHANCE_ONE_OVER_K",
+    "COLLAPSE_FLOOR_FRACTION",
+    "COLLAPSE_GAP_FLOORS",
     "CONFIDENCE_LEVEL",
     "CORRECTIONS",
+    "CORRECTION_UNAVAILABLE",
     "DEFAULT_BOOTSTRAP_SEED",
     "DEFAULT_CALIBRATION_BINS",
+    "DEFAULT_FDR_METHOD",
+    "DEFAULT_N_PERMUTATIONS",
     "DEFAULT_N_RESAMPLES",
+    "DEFAULT_PERMUTATION_SEED",
     "DEFAULT_RANK_METRIC",
     "DEFAULT_TIE_TOLERANCE",
     "FDR_FAMILIES",
     "FDR_FAMILY_SIGNIFICANT",
     "FDR_FAMILY_TESTABLE",
+    "FDR_METHODS",
+    "FDR_METHOD_BH",
+    "FDR_METHOD_BY",
     "LEGACY_SEED",
     "LOWER_IS_BETTER",
     "METADATA_FILENAME",
     "METRICS_FILENAME",
+    "METRIC_RANGES",
     "MIN_COLLAPSE_GAP",
     "MIN_MODELS_FOR_TAU",
     "MIN_SEEDS_FOR_CLAIM",

@@ -17,6 +17,9 @@ only the ``booktabs`` package. Conventions, stated once:
   the flip table is the instrument for that.
 * **Direction.** Rows ranked by a metric in ``LOWER_IS_BETTER`` are sorted
   ascending, so a calibration table leads with the best-calibrated model.
+* **Ranges.** Interval bounds are *displayed* clipped to the range the
+  quantity can take (``METRIC_RANGES``; [-1, 1] for Kendall's tau), with a
+  note saying so; the frames keep the raw Student-t bounds.
 * **Frames.** A non-empty frame must hold the columns its emitter names
   (``ValueError`` naming the missing ones); an empty frame is accepted without
   columns and gives the header and notes only. Rows whose key (dataset, model)
@@ -44,9 +47,13 @@ import pandas as pd
 from deepecgkit.analysis._io import atomic_write_text
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
+    CORRECTION_UNAVAILABLE,
+    DEFAULT_FDR_METHOD,
     FDR_FAMILY_SIGNIFICANT,
     FDR_FAMILY_TESTABLE,
+    FDR_METHOD_BH,
     LOWER_IS_BETTER,
+    METRIC_RANGES,
     MIN_SEEDS_FOR_CLAIM,
     NADEAU_BENGIO,
     VERDICT_BIMODAL,
@@ -199,11 +206,20 @@ _TAU_DIGITS = 2
 _FRACTION_DIGITS = 2
 _VALUE_DIGITS = 3
 _P_DIGITS = 3
+#: p-values below this print as ``<0.001`` instead of a row of zeros.
+_SMALLEST_SHOWN_P = 10.0**-_P_DIGITS
 #: Decimals kept by ``_percent`` before formatting; absorbs float noise (0.95 * 100).
 _PERCENT_ROUNDING = 6
-_FLIP_N_COLUMNS = 6
-_DAGGER = r"^{\dagger}"
+_FLIP_N_COLUMNS = 7
+#: Superscript symbols: differently averaged scores, and no Nadeau-Bengio correction.
+_DAGGER_SYMBOL = r"\dagger"
+_DDAGGER_SYMBOL = r"\ddagger"
+#: Marks a verdict that survives the FDR adjustment.
+_SURVIVES = r"$^{\ast}$"
+#: Range of Kendall's tau, to which displayed interval bounds are clipped.
+_TAU_RANGE = (-1.0, 1.0)
 _FALSE_STRINGS = frozenset({"false", "0"})
+_TRUE_STRINGS = frozenset({"true", "1"})
 _COMPILE_JOBNAME = "table"
 _LOG_TAIL_LINES = 20
 _ERROR_CONTEXT_LINES = 3
@@ -229,6 +245,11 @@ _TAU_COLUMNS = (
     "tau_min",
     "tau_max",
     "min_attainable_p",
+    "tau_lower",
+    "tau_upper",
+    "kendall_w",
+    "p_kendall_w",
+    "n_permutations",
 )
 _FLIP_REQUIRED = (
     "model_a",
@@ -243,6 +264,8 @@ _FLIP_REQUIRED = (
     "upper_2",
     "wins_1",
     "n_1",
+    "wins_2",
+    "n_2",
     "verdict",
 )
 _INVALID_STEM_CHARACTERS = ("/", "\\", "\0")
@@ -293,6 +316,14 @@ def _number(value: Any, digits: int) -> str:
     return f"${number:.{digits}f}$"
 
 
+def _p_cell(value: Any) -> str:
+    """A p-value with three decimals, ``$<0.001$`` below that, or a dash."""
+    number = _finite_float(value)
+    if number is not None and number < _SMALLEST_SHOWN_P:
+        return f"$<{_SMALLEST_SHOWN_P:g}$"
+    return _number(value, _P_DIGITS)
+
+
 def _interval_cell(
     mean: Any,
     lower: Any,
@@ -315,6 +346,39 @@ def _interval_cell(
     return cell
 
 
+def _clip_bounds(
+    lower: Any, upper: Any, bounds: tuple[float | None, float | None] | None
+) -> tuple[Any, Any, bool]:
+    """Interval bounds clipped, for display, to ``bounds`` (``None`` ends are open).
+
+    Returns ``(lower, upper, clipped)``; ``clipped`` is True when a finite
+    bound moved. Missing bounds and an unknown range pass through unchanged.
+    """
+    low, high = _finite_float(lower), _finite_float(upper)
+    if bounds is None or low is None or high is None:
+        return lower, upper, False
+    floor, ceiling = bounds
+    clipped = False
+    if floor is not None and low < floor:
+        low, clipped = floor, True
+    if ceiling is not None and high > ceiling:
+        high, clipped = ceiling, True
+    return low, high, clipped
+
+
+def _range_text(bounds: tuple[float | None, float | None]) -> str:
+    r"""``$[0, 1]$`` or ``$[0, \infty)$`` for a range with an open end."""
+    floor, ceiling = bounds
+    left = r"(-\infty" if floor is None else f"[{floor:g}"
+    right = r"\infty)" if ceiling is None else f"{ceiling:g}]"
+    return f"${left}, {right}$"
+
+
+def _superscript(symbols: Sequence[str]) -> str:
+    r"""``^{\dagger\ddagger}`` for the given symbols, or ``""`` when there are none."""
+    return "^{" + "".join(symbols) + "}" if symbols else ""
+
+
 def _note_rows(notes: Iterable[str], n_columns: int) -> list[str]:
     """One full-width body line per note; notes are LaTeX already and not escaped.
 
@@ -328,7 +392,8 @@ def _tau_floor_notes(taus: pd.DataFrame | None) -> list[str]:
 
     With three models there are only 3! = 6 orderings, so no coefficient can be
     significant however stable the ranking; the note says so instead of letting
-    a reader look for a p-value that cannot exist.
+    a reader look for a p-value that cannot exist. Ties raise the floor, so
+    datasets with the same model count can differ; the note gives the smallest.
     """
     if taus is None or len(taus) == 0:
         return []
@@ -337,7 +402,7 @@ def _tau_floor_notes(taus: pd.DataFrame | None) -> list[str]:
     for n_models, p_value in zip(taus["n_models"], taus["min_attainable_p"], strict=True):
         models, p = _finite_float(n_models), _finite_float(p_value)
         if models is not None and p is not None:
-            floors.setdefault(round(models), p)
+            floors[round(models)] = min(p, floors.get(round(models), p))
     notes = []
     for models in sorted(floors):
         p = floors[models]
@@ -584,7 +649,10 @@ def results_table(
         (ascending for a LOWER_IS_BETTER metric), NaN means last, ties by name;
         models with only other displayed metrics follow by name. A model's
         ``n`` is that of ``metrics[0]``, or failing that of the first metric
-        it has. A dataset without rows gives the header and notes only.
+        it has. Displayed bounds are clipped to ``METRIC_RANGES`` (an F1
+        interval ``[0.982, 1.004]`` shows ``1.000``) with a note naming the
+        clipped metrics. A dataset without rows gives the header and notes
+        only.
 
     Raises:
         ValueError: Invalid ``confidence_level``, empty ``metrics``, negative
@@ -625,6 +693,7 @@ def results_table(
     n_columns = len(metric_names) + 2
     body = [_row(["Model", *(display_metric(m) for m in metric_names), "$n$"]), r"\midrule"]
     averaging: set[str] = set()
+    clipped_metrics: set[str] = set()
     for model in ordered:
         row_cells = [display_model(model)]
         for metric in metric_names:
@@ -632,9 +701,12 @@ def results_table(
             if entry is None:
                 row_cells.append(MISSING_CELL)
                 continue
-            row_cells.append(
-                format_cell(entry["mean"], entry["lower_ci"], entry["upper_ci"], entry["n"], digits)
+            lower, upper, clipped = _clip_bounds(
+                entry["lower_ci"], entry["upper_ci"], METRIC_RANGES.get(metric)
             )
+            if clipped and _finite_float(entry["n"]) != 1:
+                clipped_metrics.add(metric)
+            row_cells.append(format_cell(entry["mean"], lower, upper, entry["n"], digits))
             mode = entry.get("averaging")
             if not _is_missing(mode):
                 averaging.add(str(mode))
@@ -646,6 +718,16 @@ def results_table(
         "Intervals describe how much each model moves when the split and the",
         "initialisation are redrawn; they are not a pairwise test between models.",
     ]
+    if clipped_metrics:
+        ranges = ", ".join(
+            f"{display_metric(m)} {_range_text(METRIC_RANGES[m])}"
+            for m in metric_names
+            if m in clipped_metrics
+        )
+        notes += [
+            f"Interval bounds beyond a metric's range are shown at its limit ({ranges});",
+            "the Student-$t$ interval itself extends past it.",
+        ]
     if averaging:
         notes.append(f"Averaging: {', '.join(escape_latex(m) for m in sorted(averaging))}.")
     body += [r"\midrule", *_note_rows(notes, n_columns)]
@@ -698,20 +780,30 @@ def _tau_cell(mean: Any, low: Any, high: Any) -> str:
     return cell
 
 
-def _tau_summary_note(taus: pd.DataFrame | None) -> list[str]:
+def _tau_interval_cell(row: Mapping[str, Any]) -> tuple[str, bool]:
+    """The mean tau with its jackknife interval, bounds clipped to [-1, 1] for display."""
+    lower, upper, clipped = _clip_bounds(row["tau_lower"], row["tau_upper"], _TAU_RANGE)
+    return _tau_cell(row["tau_mean"], lower, upper), clipped
+
+
+def _tau_summary_note(taus: pd.DataFrame | None, confidence_level: float) -> list[str]:
     """The one-line Kendall summary under the rank table, or nothing."""
     if taus is None or len(taus) == 0:
         return []
     _require_columns(taus, _TAU_COLUMNS, "taus")
     parts = [
-        f"{display_dataset(row['dataset'])} "
-        + _tau_cell(row["tau_mean"], row["tau_min"], row["tau_max"])
+        f"{display_dataset(row['dataset'])} " + _tau_interval_cell(row)[0]
         for row in _records(taus, ("dataset",), "rank_distribution_table")
         if _finite_float(row["tau_mean"]) is not None
     ]
     if not parts:
         return []
-    return [r"Kendall $\bar\tau_b$ over all seed-pair rankings: " + "; ".join(parts) + "."]
+    return [
+        r"Kendall $\bar\tau_b$ over all seed-pair rankings, with "
+        rf"{_percent(confidence_level)} leave-one-seed-out jackknife intervals: "
+        + "; ".join(parts)
+        + "."
+    ]
 
 
 def rank_distribution_table(
@@ -719,6 +811,7 @@ def rank_distribution_table(
     taus: pd.DataFrame | None = None,
     label: str = "tab:rank_distribution",
     metric: str = "f1",
+    confidence_level: float = CONFIDENCE_LEVEL,
 ) -> str:
     r"""How often each model attained each rank within its dataset, over seeds.
 
@@ -731,6 +824,8 @@ def rank_distribution_table(
         taus: Optional output of ``tau_summary`` for the Kendall notes.
         label: ``\label`` of the table.
         metric: The ranked metric, for the header, caption and row direction.
+        confidence_level: Coverage of the jackknife intervals in the Kendall
+            note (they were computed upstream at this level).
 
     Returns:
         The table, in ``\scriptsize``: one block per dataset (sorted), models by
@@ -740,6 +835,7 @@ def rank_distribution_table(
     Raises:
         ValueError: A required column is missing.
     """
+    _check_confidence_level(confidence_level)
     _require_columns(distribution, _DISTRIBUTION_COLUMNS, "distribution")
     if taus is not None:
         _require_columns(taus, _TAU_COLUMNS, "taus")
@@ -787,7 +883,7 @@ def rank_distribution_table(
 
     notes = [
         "Ties share the better rank, so a rank column may over-fill.",
-        *_tau_summary_note(taus),
+        *_tau_summary_note(taus, confidence_level),
         *_tau_floor_notes(taus),
     ]
     body += [r"\midrule", *_note_rows(notes, n_columns)]
@@ -811,7 +907,8 @@ _VERDICT_NOTES = (
     "Not reproduced: the means have the same sign, and an interval includes zero.",
     "Contradicted: both intervals exclude zero with the same sign.",
     "Bimodal: a model's per-seed scores split into separated clusters; not tested.",
-    "Untestable: too few test units or shared seeds, or an undefined interval.",
+    "Untestable: too few test units or shared seeds, an undefined interval, or a required",
+    "Nadeau--Bengio correction whose split sizes are unknown.",
 )
 _DAGGER_NOTES = (
     r"$^{\dagger}$ Differences of differently averaged scores: their magnitudes",
@@ -833,25 +930,69 @@ def _flip_family(flips: pd.DataFrame) -> str:
     return str(family)
 
 
-def _flip_caption(
-    metric: str,
-    confidence_level: float,
-    correction: str,
-    family: str,
-    split_description: str,
-) -> str:
-    metric_name = display_metric(metric)
-    if correction == NADEAU_BENGIO:
-        error = (
+_DDAGGER_NOTES = (
+    r"$^{\ddagger}$ Split sizes unknown: the uncorrected standard error of the mean,",
+    r"not the Nadeau--Bengio one, which understates the seed-to-seed spread.",
+)
+_FDR_METHOD_NAMES = {FDR_METHOD_BH: "Benjamini--Hochberg"}
+_DEFAULT_FDR_NAME = "Benjamini--Yekutieli"
+
+
+def _flip_fdr_method(flips: pd.DataFrame) -> str:
+    """The FDR method named by the first row, the default when absent."""
+    if len(flips) == 0 or "fdr_method" not in flips.columns:
+        return DEFAULT_FDR_METHOD
+    method = flips["fdr_method"].iloc[0]
+    return DEFAULT_FDR_METHOD if _is_missing(method) else str(method)
+
+
+def _applied_corrections(flips: pd.DataFrame, correction: str) -> set[str]:
+    """Every standard-error correction the rows record, or the requested one when none do."""
+    columns = [c for c in ("correction_applied_1", "correction_applied_2") if c in flips.columns]
+    if len(flips) == 0 or not columns:
+        return {correction}
+    applied = {str(v) for c in columns for v in flips[c] if not _is_missing(v)}
+    return applied or {correction}
+
+
+def _standard_error_phrase(applied: set[str]) -> str:
+    """What the caption says of the standard errors: only what the rows actually got."""
+    corrected = NADEAU_BENGIO in applied
+    if corrected and CORRECTION_UNAVAILABLE in applied:
+        return (
+            "its standard error carries the Nadeau--Bengio correction for training-set "
+            r"overlap between seeds, except in the differences marked $^{\ddagger}$, whose "
+            "split sizes are unknown and which use the uncorrected standard error"
+        )
+    if corrected:
+        return (
             "its standard error carries the Nadeau--Bengio correction for training-set "
             "overlap between seeds"
         )
-    else:
-        error = "its standard error is the uncorrected standard error of the mean"
+    if CORRECTION_UNAVAILABLE in applied:
+        return (
+            "the Nadeau--Bengio correction was requested, but no comparison's split sizes "
+            r"are known, so every standard error (marked $^{\ddagger}$) is the uncorrected "
+            "standard error of the mean"
+        )
+    return "its standard error is the uncorrected standard error of the mean"
+
+
+def _flip_caption(
+    metric: str,
+    confidence_level: float,
+    applied: set[str],
+    family: str,
+    fdr_method: str,
+    split_description: str,
+) -> str:
+    metric_name = display_metric(metric)
     if family == FDR_FAMILY_SIGNIFICANT:
         scope = "over the comparisons whose verdict is supported, suggestive or contradicted"
     else:
         scope = "over every testable comparison"
+    method = _FDR_METHOD_NAMES.get(fdr_method, _DEFAULT_FDR_NAME)
+    alpha = format(round(1.0 - confidence_level, _PERCENT_ROUNDING), "g")
     return (
         rf"Cross-dataset ranking reversals in {metric_name} that survive seed variance. "
         rf"Each row compares two architectures $A$ and $B$ on two datasets "
@@ -859,11 +1000,19 @@ def _flip_caption(
         rf"{escape_latex(split_description)} and reinitialises the weights. "
         rf"$\Delta_i$ is the mean paired per-seed difference ($A-B$) in {metric_name} on "
         rf"$D_i$, with a two-sided {_percent(confidence_level)} Student-$t$ interval; "
-        rf"{error}. $k/n$ counts the seeds in which $A$'s score exceeded $B$'s on $D_1$. "
+        rf"{_standard_error_phrase(applied)}. $k_i/n$ counts the seeds in which $A$'s "
+        r"score exceeded $B$'s on $D_i$. "
         r"A reversal is supported only when both intervals exclude zero with opposite "
-        r"signs (an intersection--union test); $p$ is the larger component $p$-value "
-        r"and an upper bound, and $p_{\mathrm{BY}}$ is its Benjamini--Yekutieli "
-        rf"adjustment {scope}. Supported needs at least {MIN_SEEDS_FOR_CLAIM} shared "
+        r"signs (an intersection--union test). Its $p$-value $p_{\mathrm{rev}}$ is built "
+        r"from one-sided component $t$ tests: $\max(p_1, p_2)/2$ when the two means have "
+        r"opposite signs and $1-\max(p_1, p_2)/2 \ge 0.5$ when they share one, so a "
+        r"same-sign pair is never evidence of a reversal; its size is the nominal level "
+        r"under the least-favourable null. "
+        rf"$q_{{\mathrm{{rev}}}}$ is the {method} adjustment of $p_{{\mathrm{{rev}}}}$ "
+        rf"{scope}; a supported row marked $^{{\ast}}$ also has "
+        rf"$q_{{\mathrm{{rev}}}} \le {alpha}$ and survives that adjustment, while an "
+        r"unmarked supported row is a nominal finding only. "
+        rf"Supported needs at least {MIN_SEEDS_FOR_CLAIM} shared "
         r"seeds (suggestive: the same pattern over fewer); unresolved, not reproduced "
         r"and contradicted fail the test; bimodal is a verdict of its own, for per-seed "
         r"scores that split into clusters; untestable rows lack test units, seeds or a "
@@ -878,6 +1027,28 @@ def _wins_cell(wins: Any, n: Any) -> str:
     return f"{round(won)}/{round(total)}"
 
 
+def _is_true(value: Any) -> bool:
+    """True only for an explicit True (bool, numpy bool, or its CSV spelling)."""
+    if isinstance(value, str):
+        return value.strip().lower() in _TRUE_STRINGS
+    if _is_missing(value):
+        return False
+    try:
+        return bool(value)
+    except (TypeError, ValueError):
+        return False
+
+
+def _difference_symbols(row: Mapping[str, Any], component: int) -> list[str]:
+    """Superscript symbols of one difference: differently averaged, and no Nadeau-Bengio."""
+    symbols = []
+    if _is_false(row.get("comparable_magnitudes")):
+        symbols.append(_DAGGER_SYMBOL)
+    if str(row.get(f"correction_applied_{component}")) == CORRECTION_UNAVAILABLE:
+        symbols.append(_DDAGGER_SYMBOL)
+    return symbols
+
+
 def flip_survival_table(
     flips: pd.DataFrame,
     label: str = "tab:flip_survival",
@@ -887,27 +1058,36 @@ def flip_survival_table(
     correction: str = NADEAU_BENGIO,
     split_description: str = SPLIT_DESCRIPTION,
 ) -> str:
-    r"""The headline table: which cross-dataset ranking reversals survive seeds.
+    r"""The headline table: which cross-dataset ranking reversals survive seeds and multiplicity.
 
     Args:
         flips: Output of ``all_flip_tests``: needs ``model_a``, ``model_b``,
             ``dataset_1``, ``dataset_2``, ``mean_1``, ``lower_1``, ``upper_1``,
-            ``mean_2``, ``lower_2``, ``upper_2``, ``wins_1``, ``n_1`` and
-            ``verdict``. ``p_adjusted`` (dash when absent),
+            ``mean_2``, ``lower_2``, ``upper_2``, ``wins_1``, ``n_1``,
+            ``wins_2``, ``n_2`` and ``verdict``. Optional: ``q_reversal``
+            (dash when absent), ``survives_fdr`` (no marks when absent),
+            ``fdr_family`` and ``fdr_method`` (testable and BY when absent),
             ``comparable_magnitudes`` (comparable when absent) and
-            ``fdr_family`` (testable when absent) are optional.
+            ``correction_applied_1``/``_2`` (the requested ``correction``
+            when absent).
         label: ``\label`` of the table.
         metric: The compared metric, for the caption.
         exclusions: Filters applied upstream (a bare string is one); listed in
             a ``Restricted to:`` note.
-        confidence_level: Coverage of the intervals, shown in the header.
-        correction: ``"nadeau-bengio"`` or ``"none"``, described in the caption.
+        confidence_level: Coverage of the intervals, shown in the header; the
+            FDR threshold of the survival mark is ``1 - confidence_level``.
+        correction: ``"nadeau-bengio"`` or ``"none"``: what was requested.
+            The caption describes what the rows record they got, and a
+            difference without the requested correction carries a double dagger.
         split_description: What one seed redraws, as plain text (escaped).
 
     Returns:
         The table: one block per (``dataset_1``, ``dataset_2``), sorted, rows in
-        frame order. A difference of differently averaged scores carries a
-        dagger. Empty input gives the header and notes only.
+        frame order. Columns: the pair, each difference with its interval and
+        its seed wins ``k_i/n``, ``q_rev`` and the verdict, marked with an
+        asterisk when it survives the FDR adjustment. A difference of
+        differently averaged scores carries a dagger. Empty input gives the
+        header and notes only.
 
     Raises:
         ValueError: Invalid ``confidence_level`` or ``correction``, or a
@@ -920,9 +1100,10 @@ def flip_survival_table(
     header = [
         r"$A$ vs.\ $B$",
         rf"$\Delta_1$ [{percent} CI]",
-        "$k/n$",
+        "$k_1/n$",
         rf"$\Delta_2$ [{percent} CI]",
-        r"$p_{\mathrm{BY}}$",
+        "$k_2/n$",
+        r"$q_{\mathrm{rev}}$",
         "Verdict",
     ]
     body = [_row(header)]
@@ -933,7 +1114,8 @@ def flip_survival_table(
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in records:
         groups.setdefault((str(row["dataset_1"]), str(row["dataset_2"])), []).append(row)
-    any_dagger = False
+    marks: set[str] = set()
+    any_survivor = False
     for first, second in sorted(groups):
         body += [
             r"\midrule",
@@ -941,65 +1123,122 @@ def flip_survival_table(
             rf"$\rightarrow$ {display_dataset(second)}}}}} \\",
         ]
         for row in groups[(first, second)]:
-            marker = _DAGGER if _is_false(row.get("comparable_magnitudes")) else ""
-            any_dagger = any_dagger or bool(marker)
+            symbols_1, symbols_2 = _difference_symbols(row, 1), _difference_symbols(row, 2)
+            marks.update(symbols_1 + symbols_2)
+            mark_1, mark_2 = _superscript(symbols_1), _superscript(symbols_2)
+            survives = _is_true(row.get("survives_fdr"))
+            any_survivor = any_survivor or survives
             body.append(
                 _row(
                     [
                         f"{display_model(row['model_a'])} / {display_model(row['model_b'])}",
-                        _interval_cell(row["mean_1"], row["lower_1"], row["upper_1"], marker),
+                        _interval_cell(row["mean_1"], row["lower_1"], row["upper_1"], mark_1),
                         _wins_cell(row["wins_1"], row["n_1"]),
-                        _interval_cell(row["mean_2"], row["lower_2"], row["upper_2"], marker),
-                        _number(row.get("p_adjusted"), _P_DIGITS),
-                        _display_verdict(row["verdict"]),
+                        _interval_cell(row["mean_2"], row["lower_2"], row["upper_2"], mark_2),
+                        _wins_cell(row["wins_2"], row["n_2"]),
+                        _p_cell(row.get("q_reversal")),
+                        _display_verdict(row["verdict"]) + (_SURVIVES if survives else ""),
                     ]
                 )
             )
 
-    notes = list(_VERDICT_NOTES)
-    if any_dagger:
+    alpha = format(round(1.0 - confidence_level, _PERCENT_ROUNDING), "g")
+    notes = [
+        *_VERDICT_NOTES,
+        rf"$^{{\ast}}$ Survives the false-discovery-rate adjustment: supported and "
+        rf"$q_{{\mathrm{{rev}}}} \le {alpha}$.",
+    ]
+    if _DAGGER_SYMBOL in marks:
         notes += _DAGGER_NOTES
+    if _DDAGGER_SYMBOL in marks:
+        notes += _DDAGGER_NOTES
     restricted = _names(exclusions)
     if restricted:
         notes.append(f"Restricted to: {', '.join(escape_latex(item) for item in restricted)}.")
     body += [r"\midrule", *_note_rows(notes, _FLIP_N_COLUMNS)]
     caption = _flip_caption(
-        metric, confidence_level, correction, _flip_family(flips), split_description
+        metric,
+        confidence_level,
+        _applied_corrections(flips, correction),
+        _flip_family(flips),
+        _flip_fdr_method(flips),
+        split_description,
     )
-    return _wrap_table(body, "lccccl", caption, label)
+    return _wrap_table(body, "lcccccl", caption, label)
 
 
 # --- Kendall tau table -------------------------------------------------------------------------
 
 
-def tau_table(taus: pd.DataFrame, label: str = "tab:kendall_tau") -> str:
-    r"""Supplementary table of Kendall's tau-b between per-seed rankings.
+def _permutation_note(taus: pd.DataFrame) -> str:
+    """How the W p-values were computed, from the rows' ``n_permutations``."""
+    counts = {
+        round(c)
+        for c in map(_finite_float, taus["n_permutations"] if len(taus) else [])
+        if c is not None
+    }
+    if not counts:
+        return ""
+    if counts == {0}:
+        return " (Friedman's chi-squared approximation)"
+    largest = max(counts)
+    if len(counts) == 1:
+        return f" ({largest:,} permutations)"
+    return f" (up to {largest:,} permutations; fewer, or chi-squared, for the largest datasets)"
+
+
+def tau_table(
+    taus: pd.DataFrame,
+    label: str = "tab:kendall_tau",
+    confidence_level: float = CONFIDENCE_LEVEL,
+) -> str:
+    r"""Supplementary table of the agreement between per-seed rankings.
 
     Args:
         taus: Output of ``tau_summary``: needs ``dataset``, ``n_models``,
-            ``n_seeds``, ``n_pairs``, ``tau_mean``, ``tau_min``, ``tau_max``
-            and ``min_attainable_p``. Rows are shown in frame order.
+            ``n_seeds``, ``n_pairs``, ``tau_mean``, ``tau_min``, ``tau_max``,
+            ``min_attainable_p``, ``tau_lower``, ``tau_upper``,
+            ``kendall_w``, ``p_kendall_w`` and ``n_permutations``. Rows are
+            shown in frame order.
         label: ``\label`` of the table.
+        confidence_level: Coverage of the jackknife intervals (computed
+            upstream at this level), shown in the header.
 
     Returns:
-        The table. The coefficients are descriptive: they share seeds, so no
-        interval, p-value or pooled test is given. Empty input gives the header
-        and notes only.
+        The table: the mean pairwise tau with its leave-one-seed-out
+        jackknife interval (bounds clipped to [-1, 1] for display, with a
+        note), the range over pairs, Kendall's W with its permutation
+        p-value, and the tie-aware floor ``p_min``. Empty input gives the
+        header and notes only.
 
     Raises:
-        ValueError: A required column is missing.
+        ValueError: A required column is missing, or an invalid
+            ``confidence_level``.
     """
+    _check_confidence_level(confidence_level)
     _require_columns(taus, _TAU_COLUMNS, "taus")
     header = [
         "Dataset",
         "$|M|$",
         "Seeds",
         "Pairs",
-        r"$\bar\tau_b$ [min, max]",
+        rf"$\bar\tau_b$ [{_percent(confidence_level)} CI]",
+        "Range",
+        "$W$",
+        "$p_W$",
         r"$p_{\min}$",
     ]
     body = [_row(header), r"\midrule"]
+    any_clipped = False
     for row in _records(taus, ("dataset",), "tau_table"):
+        interval, clipped = _tau_interval_cell(row)
+        any_clipped = any_clipped or clipped
+        low, high = _finite_float(row["tau_min"]), _finite_float(row["tau_max"])
+        spread = (
+            MISSING_CELL
+            if low is None or high is None
+            else f"$[{low:.{_TAU_DIGITS}f}, {high:.{_TAU_DIGITS}f}]$"
+        )
         body.append(
             _row(
                 [
@@ -1007,23 +1246,37 @@ def tau_table(taus: pd.DataFrame, label: str = "tab:kendall_tau") -> str:
                     _int_cell(row["n_models"]),
                     _int_cell(row["n_seeds"]),
                     _int_cell(row["n_pairs"]),
-                    _tau_cell(row["tau_mean"], row["tau_min"], row["tau_max"]),
-                    _number(row["min_attainable_p"], _P_DIGITS),
+                    interval,
+                    spread,
+                    _number(row["kendall_w"], _TAU_DIGITS),
+                    _p_cell(row["p_kendall_w"]),
+                    _p_cell(row["min_attainable_p"]),
                 ]
             )
         )
+    counted = _permutation_note(taus)
     notes = [
-        r"$p_{\min}=2/|M|!$ is the smallest two-sided $p$ the exact permutation null can attain;",
-        "no $p$-values are reported and the coefficients are descriptive only.",
+        r"$\bar\tau_b$: mean over every pair of seeds, with a leave-one-seed-out jackknife",
+        r"Student-$t$ interval; Range: the smallest and largest pairwise $\tau_b$, which",
+        "widens as seeds are added and is not an interval.",
+        r"$W$: Kendall's coefficient of concordance over all seeds; $p_W$: its permutation",
+        rf"$p$-value{counted} against unrelated rankings.",
+        r"$p_{\min}$: the smallest two-sided $p$ one pair's exact permutation test can",
+        r"attain given the ties ($2/|M|!$ without ties).",
         *_tau_floor_notes(taus),
     ]
+    if any_clipped:
+        notes.append(r"Interval bounds beyond $[-1, 1]$ are shown at its limit.")
     body += [r"\midrule", *_note_rows(notes, len(header))]
     caption = (
-        r"Kendall $\tau_b$ between per-seed rankings, over every pair of seeds within "
-        r"each dataset. The coefficients share seeds and are mutually dependent, so no "
-        r"interval or pooled test is given."
+        r"Agreement of the per-seed rankings within each dataset. $\bar\tau_b$ is the "
+        r"mean Kendall $\tau_b$ over every pair of seeds; the pairs share seeds and are "
+        r"mutually dependent, so its interval comes from the leave-one-seed-out "
+        r"jackknife, not from the spread of the pairs. Kendall's $W$ measures the "
+        r"concordance of all seeds at once and is tested by permuting each seed's "
+        r"ranking."
     )
-    return _wrap_table(body, "lccccc", caption, label)
+    return _wrap_table(body, "l" + "c" * (len(header) - 1), caption, label)
 
 
 # --- transfer matrix table -----------------------------------------------------------------------

@@ -9,7 +9,15 @@ Conventions:
 
 * Direction: a metric named in ``LOWER_IS_BETTER`` is better when smaller.
   Ranking and claim direction honour it; paired differences (always
-  ``A - B``) and flip verdicts are sign-symmetric and do not need it.
+  ``A - B``), flip verdicts and ``p_reversal`` are sign-symmetric and do not
+  need it.
+* Reversal evidence: ``p_flip`` (the larger two-sided component p) is kept
+  for compatibility, but it tests "both differences are non-zero", not "they
+  have opposite signs". The directional ``p_reversal``, its FDR adjustment
+  ``q_reversal`` and ``survives_fdr`` are what tables and summaries use.
+* Standard errors: every paired and flip row records the correction it
+  actually got (``correction_applied``: ``nadeau-bengio``, ``none`` or
+  ``unavailable`` when the split sizes are unknown, with a note saying which).
 * Per-seed value: the mean of the finite values of all rows with the same
   (dataset, model, seed, metric); there is normally one row.
 * Legacy runs (seed ``LEGACY_SEED``) and rows without a seed are never ranked
@@ -25,6 +33,7 @@ every component with the vectorised engine of
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,11 +49,17 @@ from deepecgkit.analysis._paired_grid import (
     _REASON_SUPPORTED,
     _REASON_UNRESOLVED,
     _REASON_ZERO_VARIANCE,
+    strict_correction_reason,
+    too_few_groups_reason,
     usable_rows as _usable_rows,
 )
 from deepecgkit.analysis.constants import (
     AVERAGING_UNKNOWN,
     CONFIDENCE_LEVEL,
+    CORRECTION_UNAVAILABLE,
+    DEFAULT_FDR_METHOD,
+    DEFAULT_N_PERMUTATIONS,
+    DEFAULT_PERMUTATION_SEED,
     DEFAULT_RANK_METRIC,
     FDR_FAMILIES,
     FDR_FAMILY_SIGNIFICANT,
@@ -67,15 +82,26 @@ from deepecgkit.analysis.constants import (
 from deepecgkit.analysis.statistics import (
     _check_confidence_level,
     _check_correction,
+    _check_count,
+    _check_fdr_method,
     _check_non_negative_count,
     benjamini_yekutieli_adjust,
+    collapse_gap_floor,
+    fdr_adjust,
     is_bimodal,
+    jackknife_mean_tau,
+    kendall_w,
+    kendall_w_p_value,
     min_attainable_kendall_p,
+    min_attainable_kendall_p_given_ties,
+    one_sided_p_value,
     paired_summary,
+    reversal_p_value,
 )
 
 __all__ = [
     "FLIP_COLUMNS",
+    "TAU_COLUMNS",
     "all_flip_tests",
     "evaluate_rank_claim",
     "flip_test",
@@ -88,7 +114,8 @@ __all__ = [
 _NAN = float("nan")
 _SLICE_COLUMNS = ("dataset", "model", "seed", "metric", "value")
 _RANK_COLUMNS = ("dataset", "seed", "model", "value", "rank", "rank_average")
-_TAU_COLUMNS = (
+#: Columns of :func:`tau_summary`, in order.
+TAU_COLUMNS = (
     "dataset",
     "n_models",
     "n_seeds",
@@ -97,6 +124,12 @@ _TAU_COLUMNS = (
     "tau_min",
     "tau_max",
     "min_attainable_p",
+    "tau_se",
+    "tau_lower",
+    "tau_upper",
+    "kendall_w",
+    "p_kendall_w",
+    "n_permutations",
 )
 _DISTRIBUTION_HEAD = ("dataset", "model", "n_seeds", "n_models")
 _DISTRIBUTION_TAIL = ("mode_rank", "mode_fraction", "top1_fraction", "mean_value", "std_value")
@@ -128,6 +161,14 @@ FLIP_COLUMNS = (
     "p_adjusted",
     "fdr_family",
     "fdr_family_size",
+    "p_reversal",
+    "q_reversal",
+    "fdr_method",
+    "survives_fdr",
+    "correction_applied_1",
+    "correction_applied_2",
+    "correction_note_1",
+    "correction_note_2",
 )
 
 #: Verdicts whose p-value enters the "significant" BY family.
@@ -360,48 +401,142 @@ def _tau_b_matrix(rank_matrix: np.ndarray) -> np.ndarray:
         return np.where(denominator > 0, (signs @ signs.T) / denominator, np.nan)
 
 
-def tau_summary(runs: pd.DataFrame, metric: str = DEFAULT_RANK_METRIC) -> pd.DataFrame:
-    """Kendall tau-b between the rankings of every pair of seeds, per dataset.
+def _kendall_floor(matrix: np.ndarray, taus: np.ndarray) -> float:
+    """Smallest attainable two-sided Kendall p over the seed pairs with a defined tau.
+
+    Computed from each pair's actual tie structure, once per distinct pair of
+    tie patterns (without ties every seed shares one). A seed's pattern is
+    where its sorted values change, which fixes its tie-group sizes in order.
+    """
+    n_models = matrix.shape[1]
+    first, second = np.triu_indices(matrix.shape[0], k=1)
+    defined = np.isfinite(taus[first, second])
+    if not defined.any():
+        return min_attainable_kendall_p(n_models)
+    patterns = np.diff(np.sort(matrix, axis=1), axis=1) != 0
+    representative: dict[bytes, int] = {}
+    codes = np.array(
+        [representative.setdefault(row.tobytes(), i) for i, row in enumerate(patterns)]
+    )  # each seed's code is the first seed with its tie pattern
+    pairs = np.unique(np.stack([codes[first[defined]], codes[second[defined]]], axis=1), axis=0)
+    return float(
+        min(min_attainable_kendall_p_given_ties(matrix[i], matrix[j]) for i, j in pairs.tolist())
+    )
+
+
+def _permutation_seed(seed: int, dataset: Any) -> list[int]:
+    """Seed of one dataset's permutations: independent of which other datasets are present."""
+    return [seed, zlib.crc32(str(dataset).encode("utf-8"))]
+
+
+def _tau_row(
+    dataset: Any,
+    table: pd.DataFrame,
+    confidence_level: float,
+    n_permutations: int,
+    seed: int,
+) -> dict[str, Any]:
+    common = table.columns[table.notna().all(axis=0).to_numpy()]
+    n_models, n_seeds = len(common), len(table)
+    row: dict[str, Any] = {
+        "dataset": dataset,
+        "n_models": n_models,
+        "n_seeds": n_seeds,
+        "n_pairs": 0,
+        **{column: _NAN for column in TAU_COLUMNS[4:-1]},
+        "n_permutations": n_permutations,
+    }
+    if n_models < MIN_MODELS_FOR_TAU:
+        return row
+    row["min_attainable_p"] = min_attainable_kendall_p(n_models)
+    if n_seeds < 2:
+        return row
+    matrix = table[sorted(common)].to_numpy(dtype=np.float64)
+    tau_matrix = _tau_b_matrix(matrix)
+    taus = tau_matrix[np.triu_indices(n_seeds, k=1)]
+    taus = taus[np.isfinite(taus)]
+    jackknife = jackknife_mean_tau(tau_matrix, confidence_level)
+    p_w, permutations = kendall_w_p_value(
+        matrix, n_permutations=n_permutations, seed=_permutation_seed(seed, dataset)
+    )
+    row.update(
+        n_pairs=int(taus.size),
+        tau_mean=float(taus.mean()) if taus.size else _NAN,
+        tau_min=float(taus.min()) if taus.size else _NAN,
+        tau_max=float(taus.max()) if taus.size else _NAN,
+        min_attainable_p=_kendall_floor(matrix, tau_matrix),
+        tau_se=jackknife["se"],
+        tau_lower=jackknife["lower"],
+        tau_upper=jackknife["upper"],
+        kendall_w=kendall_w(matrix),
+        p_kendall_w=p_w,
+        n_permutations=permutations,
+    )
+    return row
+
+
+def tau_summary(
+    runs: pd.DataFrame,
+    metric: str = DEFAULT_RANK_METRIC,
+    *,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    n_permutations: int = DEFAULT_N_PERMUTATIONS,
+    seed: int = DEFAULT_PERMUTATION_SEED,
+) -> pd.DataFrame:
+    """Agreement of the per-seed rankings within each dataset: Kendall tau-b and W.
 
     Only models present at every seed of a dataset (``common``) are compared;
     a model missing at one seed drops out for the whole dataset. Taus of
-    all-tied seeds (NaN) are ignored. The taus share seeds, so only their
-    mean, minimum and maximum are reported: no interval or pooled test.
+    all-tied seeds (NaN) are ignored.
+
+    * ``tau_mean``, ``tau_min``, ``tau_max``: over every pair of seeds. The
+      pairs share seeds, so [min, max] is a range, not an interval (it widens
+      as seeds are added).
+    * ``tau_se``, ``tau_lower``, ``tau_upper``: the leave-one-seed-out
+      jackknife standard error and Student-t interval of ``tau_mean``
+      (:func:`~deepecgkit.analysis.statistics.jackknife_mean_tau`), at least
+      three seeds; bounds are not clipped to [-1, 1].
+    * ``kendall_w``, ``p_kendall_w``, ``n_permutations``: Kendall's
+      coefficient of concordance across all seeds and its p-value, the one
+      pooled test the dependent taus cannot give: a permutation test seeded by
+      ``seed`` and the dataset name, with the requested ``n_permutations``
+      unless the dataset is too large for them
+      (:func:`~deepecgkit.analysis.statistics.kendall_w_p_value`); the column
+      records the count used, 0 for the chi-squared approximation.
+    * ``min_attainable_p``: the smallest two-sided p-value the exact Kendall
+      null can reach for any seed pair, from the pairs' actual tie structure
+      (``2/n_models!`` only without ties; also when no pair has a defined
+      tau); NaN below three models.
+
+    Args:
+        runs: the long runs frame.
+        metric: the ranked metric.
+        confidence_level: coverage of the jackknife interval.
+        n_permutations: replicates of the W permutation test, at least 1.
+        seed: base seed of the permutations.
 
     Returns:
-        One row per dataset with ranked rows, sorted, with columns
-        ``dataset``, ``n_models``, ``n_seeds``, ``n_pairs``, ``tau_mean``,
-        ``tau_min``, ``tau_max``, ``min_attainable_p`` (``2/n_models!`` for
-        three or more models, else NaN).
+        :data:`TAU_COLUMNS`, one row per dataset with ranked rows, sorted.
     """
+    _check_confidence_level(confidence_level)
+    n_permutations = _check_count("n_permutations", n_permutations)
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be at least 1, got {n_permutations}")
+    seed = _check_non_negative_count("seed", seed)
     ranks = rank_within_seed(runs, metric)
     if ranks.empty:
-        return _empty(_TAU_COLUMNS)
-    rows: list[dict[str, Any]] = []
-    for dataset, block in ranks.groupby("dataset", sort=True):
-        table = block.pivot(index="seed", columns="model", values="rank_average").sort_index()
-        common = table.columns[table.notna().all(axis=0).to_numpy()]
-        n_models, n_seeds = len(common), len(table)
-        taus = np.array([])
-        if n_models >= MIN_MODELS_FOR_TAU and n_seeds >= 2:
-            matrix = _tau_b_matrix(table[sorted(common)].to_numpy(dtype=np.float64))
-            taus = matrix[np.triu_indices(n_seeds, k=1)]
-            taus = taus[np.isfinite(taus)]
-        rows.append(
-            {
-                "dataset": dataset,
-                "n_models": n_models,
-                "n_seeds": n_seeds,
-                "n_pairs": int(taus.size),
-                "tau_mean": float(taus.mean()) if taus.size else _NAN,
-                "tau_min": float(taus.min()) if taus.size else _NAN,
-                "tau_max": float(taus.max()) if taus.size else _NAN,
-                "min_attainable_p": (
-                    min_attainable_kendall_p(n_models) if n_models >= MIN_MODELS_FOR_TAU else _NAN
-                ),
-            }
+        return _empty(TAU_COLUMNS)
+    rows = [
+        _tau_row(
+            dataset,
+            block.pivot(index="seed", columns="model", values="rank_average").sort_index(),
+            confidence_level,
+            n_permutations,
+            seed,
         )
-    return pd.DataFrame(rows, columns=list(_TAU_COLUMNS))
+        for dataset, block in ranks.groupby("dataset", sort=True)
+    ]
+    return pd.DataFrame(rows, columns=list(TAU_COLUMNS))
 
 
 # --- paired differences and flips ------------------------------------------------------------
@@ -409,16 +544,16 @@ def tau_summary(runs: pd.DataFrame, metric: str = DEFAULT_RANK_METRIC) -> pd.Dat
 
 def _component_reason(
     summary: dict[str, Any],
-    testable: bool,
+    enough_groups: bool,
+    strict_blocked: bool,
     n_test_groups: float | None,
     bimodal: tuple[tuple[bool, str], tuple[bool, str]],
     models: tuple[str, str],
 ) -> str:
-    if not testable:
-        return (
-            f"test partition holds {n_test_groups:g} independent unit(s), "
-            "which cannot support an interval"
-        )
+    if not enough_groups:
+        return too_few_groups_reason(n_test_groups)
+    if strict_blocked:
+        return strict_correction_reason(summary["correction_note"])
     if summary["n"] == 0:
         return _REASON_NO_SEEDS
     if summary["n"] == 1:
@@ -440,6 +575,7 @@ def _paired_difference(
     confidence_level: float,
     correction: str,
     min_test_groups: int,
+    strict_correction: bool,
 ) -> dict[str, Any]:
     """:func:`paired_difference` on an already sliced frame."""
     seeds, a_values, b_values, contributing = _paired_values(selected, model_a, model_b, dataset)
@@ -447,9 +583,14 @@ def _paired_difference(
     n_test = _mean_optional(contributing, "n_test")
     n_test_groups = _mean_optional(contributing, "n_test_groups")
     summary = paired_summary(a_values - b_values, confidence_level, correction, n_train, n_test)
-    bimodal = (is_bimodal(a_values), is_bimodal(b_values))
-    testable = not (n_test_groups is not None and n_test_groups < min_test_groups)
-    reason = _component_reason(summary, testable, n_test_groups, bimodal, (model_a, model_b))
+    floor = collapse_gap_floor(metric)
+    bimodal = (is_bimodal(a_values, min_gap=floor), is_bimodal(b_values, min_gap=floor))
+    enough_groups = not (n_test_groups is not None and n_test_groups < min_test_groups)
+    strict_blocked = strict_correction and summary["correction_applied"] == CORRECTION_UNAVAILABLE
+    testable = enough_groups and not strict_blocked
+    reason = _component_reason(
+        summary, enough_groups, strict_blocked, n_test_groups, bimodal, (model_a, model_b)
+    )
     return {
         **summary,
         "model_a": model_a,
@@ -476,6 +617,8 @@ def paired_difference(
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
     min_test_groups: int = MIN_TEST_GROUPS,
+    *,
+    strict_correction: bool = False,
 ) -> dict[str, Any]:
     """Paired per-seed difference ``A - B`` of one metric on one dataset.
 
@@ -490,13 +633,20 @@ def paired_difference(
         min_test_groups: fewer known test groups than this make the
             comparison untestable: with a handful of patients the seed-to-seed
             spread is dominated by which units land in the test set.
+        strict_correction: when True, a comparison for which Nadeau-Bengio
+            was requested but is unavailable (split sizes unknown) is
+            untestable instead of falling back to the plain standard error,
+            whose Type-I error with overlapping training sets is several
+            times nominal.
 
     Returns:
-        The :func:`~deepecgkit.analysis.statistics.paired_summary` keys, then
-        ``model_a``, ``model_b``, ``dataset``, ``metric``, ``seeds`` (list of
-        int), ``averaging``, ``n_train``, ``n_test``, ``n_test_groups``
-        (float or None), ``bimodal``, ``testable`` and ``reason`` (empty when
-        nothing is wrong).
+        The :func:`~deepecgkit.analysis.statistics.paired_summary` keys (with
+        ``correction_applied`` and ``correction_note``), then ``model_a``,
+        ``model_b``, ``dataset``, ``metric``, ``seeds`` (list of int),
+        ``averaging``, ``n_train``, ``n_test``, ``n_test_groups`` (float or
+        None), ``bimodal``, ``testable`` and ``reason`` (empty when nothing is
+        wrong). ``bimodal`` uses the metric's floor
+        (:func:`~deepecgkit.analysis.statistics.collapse_gap_floor`).
     """
     if model_a == model_b:
         raise ValueError(f"paired_difference needs two different models, got {model_a!r} twice")
@@ -505,7 +655,15 @@ def paired_difference(
     min_test_groups = _check_non_negative_count("min_test_groups", min_test_groups)
     selected = _metric_slice(runs, metric)
     return _paired_difference(
-        selected, model_a, model_b, dataset, metric, confidence_level, correction, min_test_groups
+        selected,
+        model_a,
+        model_b,
+        dataset,
+        metric,
+        confidence_level,
+        correction,
+        min_test_groups,
+        bool(strict_correction),
     )
 
 
@@ -544,6 +702,13 @@ def _flip_from_components(
         "verdict": verdict,
         "p_flip": _NAN if untested else float(max(first["p_value"], second["p_value"])),
         "reason": reason,
+        "p_reversal": _NAN
+        if untested
+        else reversal_p_value(first["p_value"], second["p_value"], first["mean"], second["mean"]),
+        "correction_applied_1": first["correction_applied"],
+        "correction_applied_2": second["correction_applied"],
+        "correction_note_1": first["correction_note"],
+        "correction_note_2": second["correction_note"],
     }
 
 
@@ -559,24 +724,41 @@ def flip_test(
     min_test_groups: int = MIN_TEST_GROUPS,
     min_seeds: int = MIN_SEEDS_FOR_INTERVAL,
     min_seeds_for_claim: int = MIN_SEEDS_FOR_CLAIM,
+    *,
+    strict_correction: bool = False,
 ) -> dict[str, Any]:
     """Intersection-union test for a ranking reversal of A and B between two datasets.
 
     A reversal is claimed only when both component nulls are rejected, so
     the test has level alpha when each component is tested at alpha (Berger
     1982, Technometrics 24(4):295-300); no correction between the two
-    components is needed. ``p_flip`` is the larger component p-value, an
-    upper bound (each two-sided component accepts only one sign), and NaN for
-    ``untestable`` and ``bimodal``. ``comparable_magnitudes`` is False when
-    the two differences come from differently averaged scores (binary
-    against macro F1), which can be compared in sign but not in size.
+    components is needed.
+
+    Two p-values are reported, NaN for ``untestable`` and ``bimodal``:
+
+    * ``p_reversal`` (use this one): the intersection-union p-value of "the
+      difference changes sign", built from one-sided component tests
+      (:func:`~deepecgkit.analysis.statistics.reversal_p_value`):
+      ``max(p1, p2) / 2`` when the means have opposite signs (or one is
+      zero), else ``1 - max(p1, p2) / 2`` (at least 0.5). Its size is alpha
+      under the least-favourable null.
+    * ``p_flip``: the larger two-sided component p-value, kept with its
+      historical meaning. It tests "both differences are non-zero", so a
+      large same-sign pair (a ``contradicted`` row) gets a small ``p_flip``;
+      it is not evidence of a reversal.
+
+    ``comparable_magnitudes`` is False when the two differences come from
+    differently averaged scores (binary against macro F1), which can be
+    compared in sign but not in size. ``correction_applied_*`` and
+    ``correction_note_*`` say which standard error each component used.
 
     Returns:
         ``model_a``, ``model_b``, ``dataset_1``, ``dataset_2``, ``metric``,
         ``difference_1``/``difference_2`` (the :func:`paired_difference`
         dicts), ``mean_*``, ``lower_*``, ``upper_*``, ``wins_*``, ``n_*``,
         ``n_seeds``, ``averaging_*``, ``comparable_magnitudes``, ``verdict``,
-        ``p_flip``, ``reason``.
+        ``p_flip``, ``reason``, ``p_reversal``, ``correction_applied_1``,
+        ``correction_applied_2``, ``correction_note_1``, ``correction_note_2``.
     """
     if dataset_1 == dataset_2:
         raise ValueError(f"flip_test needs two different datasets, got {dataset_1!r} twice")
@@ -588,7 +770,7 @@ def flip_test(
     min_seeds = _check_non_negative_count("min_seeds", min_seeds)
     min_seeds_for_claim = _check_non_negative_count("min_seeds_for_claim", min_seeds_for_claim)
     selected = _metric_slice(runs, metric)
-    args = (metric, confidence_level, correction, min_test_groups)
+    args = (metric, confidence_level, correction, min_test_groups, bool(strict_correction))
     first = _paired_difference(selected, model_a, model_b, dataset_1, *args)
     second = _paired_difference(selected, model_a, model_b, dataset_2, *args)
     return _flip_from_components(first, second, metric, min_seeds, min_seeds_for_claim)
@@ -607,17 +789,33 @@ def _restrict(
     return selected
 
 
-def _adjust_family(flips: pd.DataFrame, fdr_family: str) -> pd.DataFrame:
-    """Benjamini-Yekutieli over the family's ``p_flip``; NaN outside the family."""
+def _adjust_family(
+    flips: pd.DataFrame, fdr_family: str, fdr_method: str, confidence_level: float
+) -> pd.DataFrame:
+    """FDR columns: BY over ``p_flip`` (``p_adjusted``) and ``fdr_method`` over ``p_reversal``.
+
+    Both adjustments run over the same family (NaN outside it): every row
+    with a finite p-value, or for ``"significant"`` only the supported,
+    suggestive and contradicted ones.
+    """
     p_flip = flips["p_flip"].to_numpy(dtype=np.float64)
+    p_reversal = flips["p_reversal"].to_numpy(dtype=np.float64)
     in_family = np.isfinite(p_flip)
     if fdr_family == FDR_FAMILY_SIGNIFICANT:
         in_family &= flips["verdict"].isin(_SIGNIFICANT_VERDICTS).to_numpy()
     adjusted = np.full(len(flips), np.nan)
     adjusted[in_family] = benjamini_yekutieli_adjust(p_flip[in_family])
+    q_reversal = np.full(len(flips), np.nan)
+    q_reversal[in_family] = fdr_adjust(p_reversal[in_family], fdr_method)
     flips["p_adjusted"] = adjusted
     flips["fdr_family"] = fdr_family
     flips["fdr_family_size"] = int(in_family.sum())
+    flips["q_reversal"] = q_reversal
+    flips["fdr_method"] = fdr_method
+    with np.errstate(invalid="ignore"):
+        flips["survives_fdr"] = (flips["verdict"] == VERDICT_SUPPORTED).to_numpy() & (
+            q_reversal <= 1.0 - confidence_level
+        )
     return flips
 
 
@@ -630,8 +828,11 @@ def all_flip_tests(
     datasets: Sequence[str] | str | None = None,
     min_test_groups: int = MIN_TEST_GROUPS,
     fdr_family: str = FDR_FAMILY_TESTABLE,
+    *,
+    fdr_method: str = DEFAULT_FDR_METHOD,
+    strict_correction: bool = False,
 ) -> pd.DataFrame:
-    """Flip tests for every model pair on every dataset pair, BY-adjusted over the grid.
+    """Flip tests for every model pair on every dataset pair, FDR-adjusted over the grid.
 
     For each pair of datasets (d1 < d2) the shared models are those with at
     least one row on both; every pair (a < b) of them is tested. A model
@@ -640,24 +841,36 @@ def all_flip_tests(
 
     Args:
         runs: the long runs frame.
-        metric, confidence_level, correction, min_test_groups: as in
-            :func:`flip_test` (default seed thresholds).
+        metric, confidence_level, correction, min_test_groups,
+            strict_correction: as in :func:`flip_test` (default seed
+            thresholds).
         models, datasets: optional restrictions (a bare string is one name).
         fdr_family: ``"testable"`` (default: every row with a finite
             ``p_flip``) or ``"significant"`` (only supported, suggestive and
             contradicted rows, the historical behaviour). Choosing the family
             by verdict means choosing it from the very p-values being
             adjusted, which loses FDR control; the whole grid is exploratory.
+        fdr_method: adjustment of ``q_reversal``: ``"by"`` (default,
+            Benjamini-Yekutieli, valid under any dependence) or ``"bh"``
+            (Benjamini-Hochberg, which assumes positive regression dependence
+            that the grid's directional p-values need not have).
 
     Returns:
-        :data:`FLIP_COLUMNS`, sorted by (dataset_1, dataset_2, p_flip with
-        NaN last, model_a, model_b). No comparisons give an empty frame with
-        these columns.
+        :data:`FLIP_COLUMNS`, sorted by (dataset_1, dataset_2, p_reversal
+        with NaN last, model_a, model_b). Beyond :func:`flip_test`'s keys:
+        ``p_adjusted`` (Benjamini-Yekutieli of ``p_flip``, its historical
+        meaning), ``fdr_family``, ``fdr_family_size``, ``q_reversal`` (the
+        ``fdr_method`` adjustment of ``p_reversal`` over the same family),
+        ``fdr_method`` and ``survives_fdr`` (verdict ``supported`` and
+        ``q_reversal <= 1 - confidence_level``: a reversal that survives
+        multiplicity, as opposed to a nominal one). No comparisons give an
+        empty frame with these columns.
     """
     if fdr_family not in FDR_FAMILIES:
         raise ValueError(
             f"fdr_family must be one of {', '.join(map(repr, FDR_FAMILIES))}, got {fdr_family!r}"
         )
+    _check_fdr_method(fdr_method)
     _check_correction(correction)
     _check_confidence_level(confidence_level)
     min_test_groups = _check_non_negative_count("min_test_groups", min_test_groups)
@@ -670,15 +883,16 @@ def all_flip_tests(
         min_test_groups=min_test_groups,
         min_seeds=MIN_SEEDS_FOR_INTERVAL,
         min_seeds_for_claim=MIN_SEEDS_FOR_CLAIM,
+        strict_correction=bool(strict_correction),
     )
     if flips.empty:
         return _empty(FLIP_COLUMNS)
     flips = flips.sort_values(
-        ["dataset_1", "dataset_2", "p_flip", "model_a", "model_b"],
+        ["dataset_1", "dataset_2", "p_reversal", "model_a", "model_b"],
         na_position="last",
         kind="mergesort",
     ).reset_index(drop=True)
-    flips = _adjust_family(flips, fdr_family)
+    flips = _adjust_family(flips, fdr_family, fdr_method, confidence_level)
     return flips.loc[:, list(FLIP_COLUMNS)]
 
 
@@ -700,6 +914,16 @@ def _claim_verdict(verdicts: list[str]) -> str:
     return VERDICT_UNRESOLVED
 
 
+def _claimed_direction_p(best: dict[str, Any], worst: dict[str, Any], sign: float) -> float:
+    """Larger one-sided p of "better on the best dataset" and "worse on the worst dataset"."""
+    return float(
+        max(
+            one_sided_p_value(best["p_value"], best["mean"], sign),
+            one_sided_p_value(worst["p_value"], worst["mean"], -sign),
+        )
+    )
+
+
 def evaluate_rank_claim(
     runs: pd.DataFrame,
     model: str,
@@ -710,6 +934,8 @@ def evaluate_rank_claim(
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
     min_test_groups: int = MIN_TEST_GROUPS,
+    *,
+    strict_correction: bool = False,
 ) -> dict[str, Any]:
     """Test "``model`` is best on ``dataset_best`` and worst on ``dataset_worst``".
 
@@ -723,13 +949,24 @@ def evaluate_rank_claim(
         opponents: restrict the opponents (a bare string is one name); every
             named opponent gets a component, untestable if it has no runs.
             Default: every other model with rows on both datasets.
+        strict_correction: as in :func:`paired_difference`.
 
     Returns:
         ``model``, ``dataset_best``, ``dataset_worst``, ``metric``,
-        ``components`` (flip rows plus ``claimed_direction``, in opponent
-        order), ``n_components``, ``n_supported``, ``n_supported_in_direction``,
-        ``n_untestable`` (untestable or bimodal), ``verdict`` and ``p_claim``
-        (largest finite ``p_flip``, else NaN).
+        ``components`` (flip rows plus ``claimed_direction`` and
+        ``p_directional``, in opponent order), ``n_components``,
+        ``n_supported``, ``n_supported_in_direction``, ``n_untestable``
+        (untestable or bimodal), ``verdict``, ``p_claim`` (largest finite
+        ``p_flip``, else NaN; kept with its historical meaning, it is small
+        for a claim that holds in the opposite direction) and
+        ``p_claim_directional`` (use this one). A component's
+        ``p_directional`` is the larger of its two one-sided p-values in the
+        claimed direction (better on ``dataset_best``, worse on
+        ``dataset_worst``, oriented by the metric's better sign): the
+        intersection-union p-value of that component. ``p_claim_directional``
+        is the largest over the components (every opponent must reverse),
+        NaN when none is finite; a claim that holds the other way round has
+        ``p_claim_directional >= 0.5``.
     """
     if dataset_best == dataset_worst:
         raise ValueError(
@@ -745,7 +982,7 @@ def evaluate_rank_claim(
     candidates = set(named) if named is not None else on_best & on_worst
     candidates.discard(model)
     sign = _better_sign(metric)
-    args = (metric, confidence_level, correction, min_test_groups)
+    args = (metric, confidence_level, correction, min_test_groups, bool(strict_correction))
     components: list[dict[str, Any]] = []
     for opponent in sorted(candidates):
         first = _paired_difference(selected, model, opponent, dataset_best, *args)
@@ -758,9 +995,13 @@ def evaluate_rank_claim(
         if flip["verdict"] in (VERDICT_SUPPORTED, VERDICT_SUGGESTIVE) and not claimed:
             flip["verdict"], flip["reason"] = VERDICT_CONTRADICTED, _REASON_WRONG_DIRECTION
         flip["claimed_direction"] = claimed
+        flip["p_directional"] = (
+            _NAN if math.isnan(flip["p_flip"]) else _claimed_direction_p(first, second, sign)
+        )
         components.append(flip)
     verdicts = [component["verdict"] for component in components]
     p_values = [c["p_flip"] for c in components if math.isfinite(c["p_flip"])]
+    directional = [c["p_directional"] for c in components if math.isfinite(c["p_directional"])]
     return {
         "model": model,
         "dataset_best": dataset_best,
@@ -775,4 +1016,5 @@ def evaluate_rank_claim(
         "n_untestable": sum(v in (VERDICT_UNTESTABLE, VERDICT_BIMODAL) for v in verdicts),
         "verdict": _claim_verdict(verdicts),
         "p_claim": float(max(p_values)) if p_values else _NAN,
+        "p_claim_directional": float(max(directional)) if directional else _NAN,
     }

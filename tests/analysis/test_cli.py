@@ -14,13 +14,14 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import scipy.stats
 
+from deepecgkit.analysis import ranking
 from deepecgkit.analysis.aggregation import (
     aggregate_runs,
     discover_runs,
@@ -68,42 +69,21 @@ AGGREGATE_COLUMNS = [
     "seeds",
 ]
 CONFLICT_COLUMNS = ["dataset", "model", "kept_averaging", "dropped_runs"]
-FLIP_COLUMNS = [
-    "model_a",
-    "model_b",
-    "dataset_1",
-    "dataset_2",
-    "metric",
-    "mean_1",
-    "mean_2",
-    "lower_1",
-    "upper_1",
-    "lower_2",
-    "upper_2",
-    "wins_1",
-    "wins_2",
-    "n_1",
-    "n_2",
-    "n_seeds",
-    "averaging_1",
-    "averaging_2",
-    "comparable_magnitudes",
-    "verdict",
-    "p_flip",
-    "reason",
-    "p_adjusted",
-    "fdr_family",
-    "fdr_family_size",
-]
+#: The flip columns; tests/analysis/test_ranking.py spells the contract out.
+FLIP_COLUMNS = list(ranking.FLIP_COLUMNS)
 NO_DIAGNOSTICS = "diagnostics: unreadable 0, no_seed 0, duplicate 0, failed 0"
 WORKED_RUNS_LINE = "runs: 30 usable (3 models, 2 datasets, 5 distinct seeds)"
 WORKED_FLIP_LINE = (
     "flip tests: 3 comparison(s), BY family 'testable' of size 3; supported 2, suggestive 0, "
-    "unresolved 0, not-reproduced 1, contradicted 0, untestable 0, bimodal 0"
+    "unresolved 0, not-reproduced 1, contradicted 0, untestable 0, bimodal 0; "
+    "supported and surviving FDR (q_reversal <= 0.05) 1"
 )
+TAU_HEADING = "kendall tau (mean [95% jackknife CI], W (permutation p)): "
+#: afib's five seeds rank identically: W = 1, p = 6 (1/6)^5 = 1/1296 by permutation;
+#: ptbxl's jackknife interval [-0.007, 1.474] is shown clipped to tau's range.
 WORKED_TAU_LINE = (
-    "kendall tau: afib 1.00 [1.00, 1.00] (3 models, 5 seeds); "
-    "ptbxl 0.73 [0.33, 1.00] (3 models, 5 seeds)"
+    f"{TAU_HEADING}afib 1.00 [1.00, 1.00], W 1.00 (p 0.0008) (3 models, 5 seeds); "
+    "ptbxl 0.73 [-0.01, 1.00], W 0.84 (p 0.0095) (3 models, 5 seeds)"
 )
 #: Control characters that betray an unescaped backslash in a Python literal (analysis.md 5).
 CONTROL_CHARACTERS = "\t\b\f\r\a\v"
@@ -330,7 +310,7 @@ def test_rank_worked_example_with_claim(
         WORKED_TAU_LINE,
         WORKED_FLIP_LINE,
         "claim: cnn best on afib, worst on ptbxl: supported "
-        "(p_claim 0.04742, 2 component(s), 0 untestable)",
+        "(p_claim_directional 0.02371, 2 component(s), 0 untestable)",
         f"wrote 5 file(s) to {out_dir}",
     ]
     assert sorted(p.name for p in out_dir.iterdir()) == [
@@ -349,22 +329,17 @@ def test_rank_worked_example_with_claim(
         distribution, rank_distribution(frame), check_dtype=False, check_exact=True
     )
     taus = read_csv(out_dir / "kendall_tau.csv")
-    assert list(taus.columns) == [
-        "dataset",
-        "n_models",
-        "n_seeds",
-        "n_pairs",
-        "tau_mean",
-        "tau_min",
-        "tau_max",
-        "min_attainable_p",
-    ]
+    assert list(taus.columns) == list(ranking.TAU_COLUMNS)
+    assert taus["tau_upper"].iloc[1] == pytest.approx(1.4737186947, abs=1e-9), "raw bound kept"
     flips = read_csv(out_dir / "flip_tests.csv")
     assert list(flips.columns) == FLIP_COLUMNS
     assert flips["p_adjusted"].tolist() == all_flip_tests(frame)["p_adjusted"].tolist()
+    assert flips["q_reversal"].tolist() == all_flip_tests(frame)["q_reversal"].tolist()
+    assert flips["survives_fdr"].tolist() == [True, False, False]
     claim = json.loads((out_dir / "claim.json").read_text(encoding="utf-8"))
     assert claim["verdict"] == "supported" and claim["n_components"] == 2
     assert claim["p_claim"] == pytest.approx(0.0474206556, abs=1e-9)
+    assert claim["p_claim_directional"] == pytest.approx(0.0474206556 / 2, abs=1e-9)
     assert [c["model_b"] for c in claim["components"]] == ["lstm", "resnet"]
 
 
@@ -409,7 +384,7 @@ def test_rank_filters_and_greedy_lists(
     flips = read_csv(out_dir / "flip_tests.csv")
     assert flips[["model_a", "model_b"]].values.tolist() == [["cnn", "resnet"]]
     assert "flip tests: 1 comparison(s), BY family 'testable' of size 1;" in out
-    assert "kendall tau: afib n/a (2 models, 5 seeds); ptbxl n/a (2 models, 5 seeds)" in out
+    assert f"{TAU_HEADING}afib n/a (2 models, 5 seeds); ptbxl n/a (2 models, 5 seeds)" in out
 
 
 def test_rank_claim_with_nan_writes_null(
@@ -430,8 +405,8 @@ def test_rank_claim_with_nan_writes_null(
     code, out, _ = cli(capsys, ["rank", runs, "--claim", "m", "d1", "d2", "--out", out_dir])
     assert code == 0
     assert (
-        "claim: m best on d1, worst on d2: untestable (p_claim nan, 1 component(s), 1 untestable)"
-        in out
+        "claim: m best on d1, worst on d2: untestable "
+        "(p_claim_directional nan, 1 component(s), 1 untestable)" in out
     )
     text = (out_dir / "claim.json").read_text(encoding="utf-8")
 
@@ -439,12 +414,13 @@ def test_rank_claim_with_nan_writes_null(
         raise AssertionError(f"claim.json holds the non-JSON constant {token}")
 
     claim = json.loads(text, parse_constant=reject)
-    assert claim["p_claim"] is None
+    assert claim["p_claim"] is None and claim["p_claim_directional"] is None
     assert claim["components"][0]["p_flip"] is None
     assert claim["components"][0]["verdict"] == "untestable"
 
 
-def test_rank_notes_unknown_split_sizes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def _three_model_corpus(tmp_path: Path, sizes_known: Callable[[str, str, int], bool]) -> Path:
+    """Models a < b < c on d1 and d2 over 3 seeds; split sizes recorded where ``sizes_known``."""
     runs = tmp_path / "runs"
     for dataset in ("d1", "d2"):
         for seed in range(3):
@@ -455,14 +431,65 @@ def test_rank_notes_unknown_split_sizes(capsys: pytest.CaptureFixture[str], tmp_
                     dataset=dataset,
                     metrics={"f1": 0.5 + 0.1 * "abc".index(model) + 0.01 * seed},
                     seed=seed,
-                    split_sizes=None if (model, seed) == ("a", 0) else SplitSizes(),
+                    split_sizes=SplitSizes() if sizes_known(model, dataset, seed) else None,
                 )
+    return runs
+
+
+def test_rank_notes_unknown_split_sizes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # Only d2's seed-0 runs record their split sizes.
+    runs = _three_model_corpus(tmp_path, lambda model, dataset, seed: (dataset, seed) == ("d2", 0))
     code, out, _ = cli(capsys, ["rank", runs, "--out", tmp_path / "out"])
     assert code == 0
     assert (
-        "note: split sizes unknown for 2 run(s); their comparisons use the uncorrected "
-        "standard error"
+        "note: split sizes unknown for 15 run(s); their comparisons use the uncorrected "
+        "standard error (3 flip test(s) with correction 'unavailable'; --strict-correction "
+        "makes them untestable)"
     ) in out.splitlines()
+    flips = read_csv(tmp_path / "out" / "flip_tests.csv")
+    # d2's seed-0 runs know their sizes, so d2 is corrected; nothing on d1 is.
+    assert (flips["correction_applied_1"] == "unavailable").all()
+    assert (flips["correction_applied_2"] == "nadeau-bengio").all()
+    code, out, _ = cli(capsys, ["rank", runs, "--strict-correction", "--out", tmp_path / "s"])
+    assert code == 0
+    assert (
+        "note: split sizes unknown for 15 run(s); --strict-correction made 3 flip test(s) "
+        "untestable"
+    ) in out.splitlines()
+    strict = read_csv(tmp_path / "s" / "flip_tests.csv")
+    assert (strict["verdict"] == "untestable").all()
+    assert strict["reason"].str.endswith("strict_correction makes the comparison untestable").all()
+
+
+def test_rank_note_when_other_runs_supply_the_split_sizes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    runs = _three_model_corpus(tmp_path, lambda model, dataset, seed: (model, seed) != ("a", 0))
+    code, out, _ = cli(capsys, ["rank", runs, "--out", tmp_path / "out"])
+    assert code == 0
+    assert (
+        "note: split sizes unknown for 2 run(s); each comparison took the Nadeau-Bengio "
+        "sizes from its other runs"
+    ) in out.splitlines()
+    flips = read_csv(tmp_path / "out" / "flip_tests.csv")
+    assert (flips[["correction_applied_1", "correction_applied_2"]] == "nadeau-bengio").all().all()
+
+
+def test_rank_fdr_method_option(
+    capsys: pytest.CaptureFixture[str], worked_example_root: Path, tmp_path: Path
+) -> None:
+    code, out, _ = cli(
+        capsys, ["rank", worked_example_root, "--fdr-method", "bh", "--out", tmp_path]
+    )
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.startswith("flip tests:"))
+    assert "BH family 'testable' of size 3" in line
+    assert line.endswith("supported and surviving FDR (q_reversal <= 0.05) 2")
+    flips = read_csv(tmp_path / "flip_tests.csv")
+    assert (flips["fdr_method"] == "bh").all()
+    assert_error(
+        cli(capsys, ["rank", worked_example_root, "--fdr-method", "holm"]), "rank", 2, "fdr-method"
+    )
 
 
 def test_rank_reprints_averaging_warnings(

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from deepecgkit.analysis import constants, latex as L
+from deepecgkit.analysis import constants, latex as L, ranking
 
 NAN = float("nan")
 FORBIDDEN_CONTROLS = "\t\b\f\r\a\v"
@@ -57,43 +57,9 @@ AGGREGATE_COLUMNS = [
     "upper_ci",
     "seeds",
 ]
-FLIP_COLUMNS = [
-    "model_a",
-    "model_b",
-    "dataset_1",
-    "dataset_2",
-    "metric",
-    "mean_1",
-    "mean_2",
-    "lower_1",
-    "upper_1",
-    "lower_2",
-    "upper_2",
-    "wins_1",
-    "wins_2",
-    "n_1",
-    "n_2",
-    "n_seeds",
-    "averaging_1",
-    "averaging_2",
-    "comparable_magnitudes",
-    "verdict",
-    "p_flip",
-    "reason",
-    "p_adjusted",
-    "fdr_family",
-    "fdr_family_size",
-]
-TAU_COLUMNS = [
-    "dataset",
-    "n_models",
-    "n_seeds",
-    "n_pairs",
-    "tau_mean",
-    "tau_min",
-    "tau_max",
-    "min_attainable_p",
-]
+#: The frames' columns; tests/analysis/test_ranking.py spells the contract out.
+FLIP_COLUMNS = list(ranking.FLIP_COLUMNS)
+TAU_COLUMNS = list(ranking.TAU_COLUMNS)
 
 
 def aggregate_row(dataset, model, metric, mean, lower, upper, n=5, averaging="macro"):
@@ -171,10 +137,26 @@ def example_distribution() -> pd.DataFrame:
 
 
 def example_taus() -> pd.DataFrame:
+    """tau_summary of the worked example (afib: identical rankings), plus a two-model dataset."""
     rows = [
-        ["afib", 3, 5, 10, 1.0, 1.0, 1.0, 1 / 3],
-        ["ptbxl", 3, 5, 10, 0.7333333333, 0.3333333333, 1.0, 1 / 3],
-        ["zeta", 2, 1, 0, NAN, NAN, NAN, NAN],
+        ["afib", 3, 5, 10, 1.0, 1.0, 1.0, 1 / 3, 0.0, 1.0, 1.0, 1.0, 0.0001, 9999],
+        [
+            "ptbxl",
+            3,
+            5,
+            10,
+            0.7333333333,
+            0.3333333333,
+            1.0,
+            1 / 3,
+            0.1333333333,
+            0.3631,
+            1.1035,
+            0.64,
+            0.0365,
+            9999,
+        ],
+        ["zeta", 2, 1, 0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 9999],
     ]
     return pd.DataFrame(rows, columns=TAU_COLUMNS)
 
@@ -206,6 +188,14 @@ def flip_row(model_a, model_b, mean_1, mean_2, bounds_1, bounds_2, verdict, p_fl
         "p_adjusted": p_adj,
         "fdr_family": "testable",
         "fdr_family_size": 3,
+        "p_reversal": NAN,
+        "q_reversal": NAN,
+        "fdr_method": "by",
+        "survives_fdr": False,
+        "correction_applied_1": "nadeau-bengio",
+        "correction_applied_2": "nadeau-bengio",
+        "correction_note_1": "",
+        "correction_note_2": "",
     }
     row.update(kw)
     return row
@@ -224,6 +214,9 @@ def example_flips() -> pd.DataFrame:
             "supported",
             0.0021228831,
             0.0116758568,
+            p_reversal=0.0010614416,
+            q_reversal=0.0058379285,
+            survives_fdr=True,
         ),
         flip_row(
             "cnn",
@@ -235,6 +228,8 @@ def example_flips() -> pd.DataFrame:
             "supported",
             0.0474206556,
             0.1304068029,
+            p_reversal=0.0237103278,
+            q_reversal=0.0652034014,
         ),
         flip_row(
             "lstm",
@@ -247,6 +242,8 @@ def example_flips() -> pd.DataFrame:
             0.1595528527,
             0.2925135633,
             wins_1=0,
+            p_reversal=0.9202235737,
+            q_reversal=1.0,
         ),
     ]
     return pd.DataFrame(rows, columns=FLIP_COLUMNS)
@@ -511,9 +508,11 @@ def test_tau_floor_notes():
             ["a", 3, 5, 10, 1.0, 1.0, 1.0, 1 / 3],
             ["c", 3, 5, 10, 1.0, 1.0, 1.0, 1 / 3],
             ["d", 2, 5, 0, NAN, NAN, NAN, NAN],
+            ["e", 6, 5, 10, 0.5, 0.1, 0.9, 0.02],
         ],
-        columns=TAU_COLUMNS,
+        columns=TAU_COLUMNS[:8],
     )
+    # Ties raise a dataset's floor (e: 0.02); the note gives the smallest per model count.
     assert L._tau_floor_notes(taus) == [
         r"With $|M|=3$ models the smallest attainable two-sided $p$ is 0.333, "
         r"so no coefficient can reach $p<0.05$.",
@@ -568,6 +567,32 @@ def test_results_table_caption_and_notes():
     # ptbxl's averaging is not rendered, so it is not listed.
     assert note_texts(table)[-1] == "Averaging: binary, macro."
     assert "PhysioNet 2017" in caption(L.results_table(example_aggregate(), "af-classification"))
+
+
+def test_results_table_clips_displayed_bounds_to_the_metric_range():
+    frame = pd.DataFrame(
+        [
+            aggregate_row("d", "near_perfect", "f1", 0.993, 0.982, 1.004),
+            aggregate_row("d", "near_perfect", "ece", 0.004, -0.002, 0.010),
+            aggregate_row("d", "fine", "f1", 0.80, 0.78, 0.82),
+            aggregate_row("d", "fine", "mcc", 0.5, -1.2, 1.1, n=1),
+        ],
+        columns=AGGREGATE_COLUMNS,
+    )
+    original = frame.copy()
+    table = L.results_table(frame, "d", metrics=["f1", "ece", "mcc"])
+    assert r"$0.993$ {\scriptsize [0.982, 1.000]}" in table
+    assert r"$0.004$ {\scriptsize [0.000, 0.010]}" in table
+    assert r"$0.800$ {\scriptsize [0.780, 0.820]}" in table
+    notes = note_texts(table)
+    # mcc's single run shows no interval, so it is not listed.
+    assert notes[2:4] == [
+        r"Interval bounds beyond a metric's range are shown at its limit (F1 $[0, 1]$, "
+        r"ECE $[0, 1]$);",
+        "the Student-$t$ interval itself extends past it.",
+    ]
+    pd.testing.assert_frame_equal(frame, original)
+    assert "shown at its limit" not in L.results_table(example_aggregate(), "afib")
 
 
 def test_results_table_lower_is_better_nan_last_ties_by_name_and_missing_first_metric():
@@ -710,14 +735,22 @@ def test_rank_distribution_table_example():
 def test_rank_distribution_table_with_taus():
     table = L.rank_distribution_table(example_distribution(), taus=example_taus())
     assert note_texts(table)[1:] == [
-        r"Kendall $\bar\tau_b$ over all seed-pair rankings: afib $1.00$ $[1.00, 1.00]$; "
-        r"PTB-XL $0.73$ $[0.33, 1.00]$.",
+        r"Kendall $\bar\tau_b$ over all seed-pair rankings, with 95\% leave-one-seed-out "
+        r"jackknife intervals: afib $1.00$ $[1.00, 1.00]$; PTB-XL $0.73$ $[0.36, 1.00]$.",
         r"With $|M|=3$ models the smallest attainable two-sided $p$ is 0.333, "
         r"so no coefficient can reach $p<0.05$.",
     ]
     all_nan = example_taus().assign(tau_mean=NAN)
     table = L.rank_distribution_table(example_distribution(), taus=all_nan)
     assert "Kendall" not in table
+    no_interval = example_taus().assign(tau_lower=NAN)
+    table = L.rank_distribution_table(
+        example_distribution(), taus=no_interval, confidence_level=0.9
+    )
+    assert note_texts(table)[1].startswith(
+        r"Kendall $\bar\tau_b$ over all seed-pair rankings, with 90\%"
+    )
+    assert "afib $1.00$;" in note_texts(table)[1]
 
 
 def test_rank_distribution_table_lower_is_better_and_missing_rank_column():
@@ -762,21 +795,21 @@ def test_rank_distribution_table_missing_column():
 def test_flip_survival_table_example():
     table = L.flip_survival_table(example_flips())
     assert_well_formed(table)
-    assert r"\begin{tabular}{lccccl}" in table
+    assert r"\begin{tabular}{lcccccl}" in table
     assert r"\label{tab:flip_survival}" in table
     lines = body_lines(table)
     assert lines[:5] == [
-        r"$A$ vs.\ $B$ & $\Delta_1$ [95\% CI] & $k/n$ & $\Delta_2$ [95\% CI] & "
-        r"$p_{\mathrm{BY}}$ & Verdict \\",
+        r"$A$ vs.\ $B$ & $\Delta_1$ [95\% CI] & $k_1/n$ & $\Delta_2$ [95\% CI] & $k_2/n$ & "
+        r"$q_{\mathrm{rev}}$ & Verdict \\",
         r"\midrule",
-        r"\multicolumn{6}{l}{\textit{afib $\rightarrow$ PTB-XL}} \\",
+        r"\multicolumn{7}{l}{\textit{afib $\rightarrow$ PTB-XL}} \\",
         r"cnn / ResNet & $+0.040$ {\scriptsize $[+0.027, +0.053]$} & 5/5 & "
-        r"$-0.054$ {\scriptsize $[-0.075, -0.033]$} & $0.012$ & Supported \\",
+        r"$-0.054$ {\scriptsize $[-0.075, -0.033]$} & 0/5 & $0.006$ & Supported$^{\ast}$ \\",
         r"cnn / lstm & $+0.090$ {\scriptsize $[+0.070, +0.110]$} & 5/5 & "
-        r"$-0.030$ {\scriptsize $[-0.059, -0.001]$} & $0.130$ & Supported \\",
+        r"$-0.030$ {\scriptsize $[-0.059, -0.001]$} & 0/5 & $0.065$ & Supported \\",
     ]
     assert lines[5].endswith(
-        r"& 0/5 & $-0.024$ {\scriptsize $[-0.063, +0.015]$} & $0.293$ & Not reproduced \\"
+        r"& 0/5 & $-0.024$ {\scriptsize $[-0.063, +0.015]$} & 0/5 & $1.000$ & Not reproduced \\"
     )
     notes = note_texts(table)
     assert [note.split(":")[0] for note in notes] == [
@@ -787,10 +820,22 @@ def test_flip_survival_table_example():
         "Contradicted",
         "Bimodal",
         "Untestable",
+        "Nadeau--Bengio correction whose split sizes are unknown.",
+        r"$^{\ast}$ Survives the false-discovery-rate adjustment",
     ]
     assert "at least 5 shared seeds" in notes[0]
-    assert r"\dagger" not in table
+    assert notes[-1].endswith(r"supported and $q_{\mathrm{rev}} \le 0.05$.")
+    assert r"\dagger" not in table and r"\ddagger" not in table
     assert "Restricted to" not in table
+
+
+def test_flip_survival_table_shows_wins_on_both_datasets():
+    flips = example_flips()
+    flips.loc[2, ["wins_2", "n_2"]] = [4, 5]
+    line = body_lines(L.flip_survival_table(flips))[5]
+    assert line.split(" & ")[2:5] == ["0/5", r"$-0.024$ {\scriptsize $[-0.063, +0.015]$}", "4/5"]
+    tiny = example_flips().assign(q_reversal=0.0004)
+    assert "& $<0.001$ &" in body_lines(L.flip_survival_table(tiny))[3]
 
 
 def test_flip_survival_table_caption():
@@ -801,24 +846,60 @@ def test_flip_survival_table_caption():
         "every seed redraws the train/validation/test partition and reinitialises the weights",
         r"mean paired per-seed difference ($A-B$) in F1 on $D_i$",
         r"two-sided 95\% Student-$t$ interval",
-        "Nadeau--Bengio correction for training-set overlap between seeds",
-        r"$k/n$ counts the seeds in which $A$'s score exceeded $B$'s on $D_1$",
+        "its standard error carries the Nadeau--Bengio correction for training-set overlap "
+        "between seeds.",
+        r"$k_i/n$ counts the seeds in which $A$'s score exceeded $B$'s on $D_i$",
         "both intervals exclude zero with opposite signs",
         "intersection--union test",
-        "larger component $p$-value and an upper bound",
-        "Benjamini--Yekutieli adjustment over every testable comparison",
+        r"one-sided component $t$ tests: $\max(p_1, p_2)/2$ when the two means have opposite",
+        r"$1-\max(p_1, p_2)/2 \ge 0.5$ when they share one",
+        "least-favourable null",
+        r"$q_{\mathrm{rev}}$ is the Benjamini--Yekutieli adjustment of $p_{\mathrm{rev}}$ "
+        "over every testable comparison",
+        r"marked $^{\ast}$ also has $q_{\mathrm{rev}} \le 0.05$",
+        "unmarked supported row is a nominal finding only",
         "at least 5 shared seeds",
         "bimodal is a verdict of its own",
         "exploratory",
     ):
         assert phrase in text
     assert "uncorrected" not in text
+    assert "upper bound" not in text and r"p_{\mathrm{BY}}" not in text
+    bh = caption(L.flip_survival_table(example_flips().assign(fdr_method="bh")))
+    assert "Benjamini--Hochberg adjustment of" in bh
+
+
+def test_flip_survival_table_marks_differences_without_nadeau_bengio():
+    flips = example_flips()
+    flips.loc[0, "correction_applied_2"] = "unavailable"
+    table = L.flip_survival_table(flips)
+    assert r"$-0.054^{\ddagger}$ {\scriptsize" in table
+    assert table.count(r"^{\ddagger}$ {") == 1
+    text = caption(table)
+    assert (
+        r"Nadeau--Bengio correction for training-set overlap between seeds, except in the "
+        r"differences marked $^{\ddagger}$, whose split sizes are unknown" in text
+    )
+    notes = " ".join(note_texts(table))
+    assert r"$^{\ddagger}$ Split sizes unknown: the uncorrected standard error" in notes
+    flips.loc[1, "comparable_magnitudes"] = False
+    flips.loc[1, "correction_applied_1"] = "unavailable"
+    assert r"$+0.090^{\dagger\ddagger}$" in L.flip_survival_table(flips)
+    nowhere = example_flips().assign(
+        correction_applied_1="unavailable", correction_applied_2="unavailable"
+    )
+    text = caption(L.flip_survival_table(nowhere))
+    assert "Nadeau--Bengio correction was requested, but no comparison's split sizes" in text
+    assert "carries the Nadeau--Bengio correction" not in text
+    plain = example_flips().assign(correction_applied_1="none", correction_applied_2="none")
+    text = caption(L.flip_survival_table(plain))
+    assert "uncorrected standard error of the mean" in text and "Nadeau" not in text
 
 
 def test_flip_survival_table_options():
     flips = example_flips().assign(fdr_family="significant")
     table = L.flip_survival_table(
-        flips,
+        flips.drop(columns=["correction_applied_1", "correction_applied_2"]),
         label="tab:f",
         metric="ece",
         confidence_level=0.9,
@@ -834,6 +915,7 @@ def test_flip_survival_table_options():
     assert r"redraws the random 70/10/20\% split" in text
     assert r"$\Delta_1$ [90\% CI]" in table
     assert r"two-sided 90\% Student-$t$" in text
+    assert r"$q_{\mathrm{rev}} \le 0.1$" in text
     assert note_texts(table)[-1] == r"Restricted to: models: a\_b, resnet, datasets: x\%."
     assert r"\label{tab:f}" in table
     bare = L.flip_survival_table(example_flips(), exclusions="models: cnn")
@@ -855,7 +937,16 @@ def test_flip_survival_table_dagger(flag):
 
 
 def test_flip_survival_table_missing_optional_columns_and_cells():
-    flips = example_flips().drop(columns=["comparable_magnitudes", "p_adjusted", "fdr_family"])
+    optional = [
+        "comparable_magnitudes",
+        "q_reversal",
+        "survives_fdr",
+        "fdr_family",
+        "fdr_method",
+        "correction_applied_1",
+        "correction_applied_2",
+    ]
+    flips = example_flips().drop(columns=optional)
     flips.loc[0, "n_1"] = 0
     flips.loc[1, "n_1"] = NAN
     flips.loc[2, "verdict"] = "odd_verdict"
@@ -863,14 +954,17 @@ def test_flip_survival_table_missing_optional_columns_and_cells():
     table = L.flip_survival_table(flips)
     lines = body_lines(table)
     assert lines[3].split(" & ")[2] == "--"
-    assert lines[3].split(" & ")[4] == "--"
+    assert lines[3].split(" & ")[5] == "--"
+    assert lines[3].endswith("& Supported \\\\"), "no survival mark without survives_fdr"
     assert lines[4].split(" & ")[2] == "--"
     assert lines[5] == (
-        r"lstm / ResNet & -- & 0/5 & $-0.024$ {\scriptsize $[-0.063, +0.015]$} & -- & "
+        r"lstm / ResNet & -- & 0/5 & $-0.024$ {\scriptsize $[-0.063, +0.015]$} & 0/5 & -- & "
         r"odd\_verdict \\"
     )
     assert r"\dagger" not in table
-    assert "over every testable comparison" in caption(table)
+    text = caption(table)
+    assert "over every testable comparison" in text and "Benjamini--Yekutieli" in text
+    assert "carries the Nadeau--Bengio correction" in text
 
 
 def test_flip_survival_table_groups_sorted_rows_in_frame_order():
@@ -880,8 +974,8 @@ def test_flip_survival_table_groups_sorted_rows_in_frame_order():
     lines = body_lines(L.flip_survival_table(flips))
     sections = [line for line in lines if r"\rightarrow" in line]
     assert sections == [
-        r"\multicolumn{6}{l}{\textit{aaa $\rightarrow$ zzz}} \\",
-        r"\multicolumn{6}{l}{\textit{afib $\rightarrow$ PTB-XL}} \\",
+        r"\multicolumn{7}{l}{\textit{aaa $\rightarrow$ zzz}} \\",
+        r"\multicolumn{7}{l}{\textit{afib $\rightarrow$ PTB-XL}} \\",
     ]
     assert lines[3].startswith("cnn / lstm")
     assert lines[4].startswith("cnn / ResNet")
@@ -890,7 +984,7 @@ def test_flip_survival_table_groups_sorted_rows_in_frame_order():
 def test_flip_survival_table_empty_and_errors():
     table = L.flip_survival_table(pd.DataFrame(columns=FLIP_COLUMNS))
     assert_well_formed(table)
-    assert len(body_lines(table)) == 1 + 1 + 7
+    assert len(body_lines(table)) == 1 + 1 + 9
     assert "over every testable comparison" in caption(table)
     assert "over every testable comparison" in caption(L.flip_survival_table(pd.DataFrame()))
     with pytest.raises(ValueError, match="correction"):
@@ -899,6 +993,8 @@ def test_flip_survival_table_empty_and_errors():
         L.flip_survival_table(pd.DataFrame(), confidence_level=1.0)
     with pytest.raises(ValueError, match="wins_1"):
         L.flip_survival_table(example_flips().drop(columns="wins_1"))
+    with pytest.raises(ValueError, match="wins_2"):
+        L.flip_survival_table(example_flips().drop(columns="wins_2"))
 
 
 # --- tau_table ---------------------------------------------------------------------------
@@ -908,33 +1004,52 @@ def test_tau_table_example():
     taus = example_taus().iloc[[1, 0, 2]]
     table = L.tau_table(taus)
     assert_well_formed(table)
-    assert r"\begin{tabular}{lccccc}" in table
+    assert r"\begin{tabular}{lcccccccc}" in table
     assert r"\label{tab:kendall_tau}" in table
     assert body_lines(table)[:5] == [
-        r"Dataset & $|M|$ & Seeds & Pairs & $\bar\tau_b$ [min, max] & $p_{\min}$ \\",
+        r"Dataset & $|M|$ & Seeds & Pairs & $\bar\tau_b$ [95\% CI] & Range & $W$ & $p_W$ & "
+        r"$p_{\min}$ \\",
         r"\midrule",
-        r"PTB-XL & 3 & 5 & 10 & $0.73$ $[0.33, 1.00]$ & $0.333$ \\",
-        r"afib & 3 & 5 & 10 & $1.00$ $[1.00, 1.00]$ & $0.333$ \\",
-        r"zeta & 2 & 1 & 0 & -- & -- \\",
+        r"PTB-XL & 3 & 5 & 10 & $0.73$ $[0.36, 1.00]$ & $[0.33, 1.00]$ & $0.64$ & $0.036$ & "
+        r"$0.333$ \\",
+        r"afib & 3 & 5 & 10 & $1.00$ $[1.00, 1.00]$ & $[1.00, 1.00]$ & $1.00$ & $<0.001$ & "
+        r"$0.333$ \\",
+        r"zeta & 2 & 1 & 0 & -- & -- & -- & -- & -- \\",
     ]
     notes = note_texts(table)
-    assert notes[0].startswith(r"$p_{\min}=2/|M|!$ is the smallest two-sided $p$")
-    assert "exact permutation null" in notes[0]
-    assert "descriptive only" in notes[1]
-    assert notes[2].startswith(r"With $|M|=3$ models")
+    assert notes[0].startswith(r"$\bar\tau_b$: mean over every pair of seeds, with a leave-one")
+    assert "is not an interval" in notes[2]
+    assert notes[4] == r"$p$-value (9,999 permutations) against unrelated rankings."
+    assert notes[5].startswith(r"$p_{\min}$: the smallest two-sided $p$")
+    assert "$2/|M|!$ without ties" in notes[6]
+    assert notes[7].startswith(r"With $|M|=3$ models")
+    # PTB-XL's upper bound 1.1035 is shown at 1.00.
+    assert notes[8] == r"Interval bounds beyond $[-1, 1]$ are shown at its limit."
     text = caption(table)
-    assert r"Kendall $\tau_b$ between per-seed rankings" in text
-    assert "every pair of seeds within each dataset" in text
-    assert "mutually dependent, so no interval or pooled test is given" in text
+    assert r"Kendall $\tau_b$ over every pair of seeds" in text
+    assert "leave-one-seed-out jackknife, not from the spread of the pairs" in text
+    assert "permuting each seed's ranking" in text
     assert r"\label{x}" in L.tau_table(taus, label="x")
+    assert r"[90\% CI]" in L.tau_table(taus, confidence_level=0.9)
+    unclipped = L.tau_table(taus.iloc[[1]])
+    assert "shown at its limit" not in unclipped
+    mixed = taus.assign(n_permutations=[9999, 0, 9999])
+    assert note_texts(L.tau_table(mixed))[4] == (
+        r"$p$-value (up to 9,999 permutations; fewer, or chi-squared, for the largest datasets) "
+        "against unrelated rankings."
+    )
+    chi2 = note_texts(L.tau_table(taus.assign(n_permutations=0)))[4]
+    assert chi2.startswith(r"$p$-value (Friedman's chi-squared approximation)")
 
 
 def test_tau_table_empty_and_missing_column():
     table = L.tau_table(pd.DataFrame(columns=TAU_COLUMNS))
     assert_well_formed(table)
-    assert len(note_texts(table)) == 2
+    assert len(note_texts(table)) == 7
     with pytest.raises(ValueError, match="n_pairs"):
         L.tau_table(example_taus().drop(columns="n_pairs"))
+    with pytest.raises(ValueError, match="kendall_w"):
+        L.tau_table(example_taus().drop(columns="kendall_w"))
 
 
 # --- transfer_matrix_table ---------------------------------------------------------------
@@ -1053,8 +1168,8 @@ def hostile_tables() -> dict[str, str]:
     )
     taus = pd.DataFrame(
         [
-            [names[1], 3, 3, 3, 0.5, -1 / 3, 1.0, 1 / 3],
-            [names[3], 9, 3, 3, -0.25, -1.0, 0.5, 2 / math.factorial(9)],
+            [names[1], 3, 3, 3, 0.5, -1 / 3, 1.0, 1 / 3, 0.4, -1.2, 2.2, 0.3, 0.4, 99],
+            [names[3], 9, 3, 3, -0.25, -1.0, 0.5, 2 / math.factorial(9), *[NAN] * 5, 99],
         ],
         columns=TAU_COLUMNS,
     )

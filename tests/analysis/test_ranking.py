@@ -22,6 +22,7 @@ import scipy.stats
 from hypothesis import HealthCheck, given, settings, strategies as st
 from statsmodels.stats.multitest import multipletests
 
+from deepecgkit.analysis import ranking
 from deepecgkit.analysis.constants import LEGACY_SEED, MIN_TEST_GROUPS
 from deepecgkit.analysis.ranking import (
     all_flip_tests,
@@ -63,6 +64,12 @@ TAU_COLUMNS = [
     "tau_min",
     "tau_max",
     "min_attainable_p",
+    "tau_se",
+    "tau_lower",
+    "tau_upper",
+    "kendall_w",
+    "p_kendall_w",
+    "n_permutations",
 ]
 SUMMARY_KEYS = [
     "mean",
@@ -75,6 +82,8 @@ SUMMARY_KEYS = [
     "n",
     "n_wins",
     "excludes_zero",
+    "correction_applied",
+    "correction_note",
 ]
 DIFFERENCE_KEYS = [
     *SUMMARY_KEYS,
@@ -116,13 +125,25 @@ FLIP_KEYS = [
     "verdict",
     "p_flip",
     "reason",
+    "p_reversal",
+    "correction_applied_1",
+    "correction_applied_2",
+    "correction_note_1",
+    "correction_note_2",
 ]
 FLIP_COLUMNS = [
-    *(key for key in FLIP_KEYS if key not in ("difference_1", "difference_2")),
+    *FLIP_KEYS[: FLIP_KEYS.index("p_reversal")],
     "p_adjusted",
     "fdr_family",
     "fdr_family_size",
+    "p_reversal",
+    "q_reversal",
+    "fdr_method",
+    "survives_fdr",
+    *FLIP_KEYS[FLIP_KEYS.index("correction_applied_1") :],
 ]
+FLIP_COLUMNS.remove("difference_1")
+FLIP_COLUMNS.remove("difference_2")
 CLAIM_KEYS = [
     "model",
     "dataset_best",
@@ -135,6 +156,7 @@ CLAIM_KEYS = [
     "n_untestable",
     "verdict",
     "p_claim",
+    "p_claim_directional",
 ]
 FLOAT_FLIP_COLUMNS = [
     "mean_1",
@@ -145,6 +167,8 @@ FLOAT_FLIP_COLUMNS = [
     "upper_2",
     "p_flip",
     "p_adjusted",
+    "p_reversal",
+    "q_reversal",
 ]
 
 SIZES = {"n_train": 800, "n_val": 100, "n_test": 200}
@@ -233,6 +257,12 @@ NEGATIVE = tuple(-d for d in POSITIVE)
 
 
 # --- the worked example: ranks ------------------------------------------------------------------
+
+
+def test_column_constants_are_the_contract() -> None:
+    """The library's lists, which the CLI and LaTeX tests build their frames from."""
+    assert list(ranking.FLIP_COLUMNS) == FLIP_COLUMNS
+    assert list(ranking.TAU_COLUMNS) == TAU_COLUMNS
 
 
 def test_worked_example_rank_within_seed(worked_example_frame: pd.DataFrame) -> None:
@@ -470,6 +500,30 @@ def test_worked_example_all_flip_tests(worked_example_frame: pd.DataFrame) -> No
         assert row["verdict"] == single["verdict"] and row["p_flip"] == pytest.approx(
             single["p_flip"], abs=EXACT
         )
+        assert row["p_reversal"] == pytest.approx(single["p_reversal"], abs=EXACT)
+
+
+def test_worked_example_reversal_p_values(worked_example_frame: pd.DataFrame) -> None:
+    """Opposite signs halve the larger component p; the same sign gives 1 - p/2 (>= 0.5)."""
+    flips = all_flip_tests(worked_example_frame)
+    p_flip = [0.0021228831, 0.0474206556, 0.1595528527]
+    expected = [p_flip[0] / 2, p_flip[1] / 2, 1 - p_flip[2] / 2]
+    assert flips["p_reversal"].tolist() == pytest.approx(expected, abs=PRINTED)
+    by = multipletests(flips["p_reversal"], method="fdr_by")[1]
+    assert flips["q_reversal"].tolist() == pytest.approx(list(by), abs=EXACT)
+    assert flips["q_reversal"].tolist() == pytest.approx(
+        [0.0058379285, 0.0652034014, 1.0], abs=PRINTED
+    )
+    assert (flips["fdr_method"] == "by").all()
+    # Both reversals are nominally supported; only the first survives the FDR adjustment.
+    assert flips["survives_fdr"].tolist() == [True, False, False]
+    bh = all_flip_tests(worked_example_frame, fdr_method="bh")
+    reference = multipletests(bh["p_reversal"], method="fdr_bh")[1]
+    assert bh["q_reversal"].tolist() == pytest.approx(list(reference), abs=EXACT)
+    assert (bh["fdr_method"] == "bh").all() and bh["survives_fdr"].tolist() == [True, True, False]
+    assert bh["p_adjusted"].tolist() == pytest.approx(flips["p_adjusted"].tolist(), abs=EXACT)
+    assert (flips["correction_applied_1"] == "nadeau-bengio").all()
+    assert (flips["correction_note_1"] == "").all() and (flips["correction_note_2"] == "").all()
 
 
 def test_worked_example_all_flip_tests_significant_family(
@@ -495,7 +549,16 @@ def test_worked_example_claim_supported(worked_example_frame: pd.DataFrame) -> N
     components = claim["components"]
     assert [c["model_b"] for c in components] == ["lstm", "resnet"]
     assert all(c["model_a"] == "cnn" and c["claimed_direction"] is True for c in components)
-    assert list(components[0]) == [*FLIP_KEYS[:5], *FLIP_KEYS[7:], "claimed_direction"]
+    assert list(components[0]) == [
+        *FLIP_KEYS[:5],
+        *FLIP_KEYS[7:],
+        "claimed_direction",
+        "p_directional",
+    ]
+    assert [c["p_directional"] for c in components] == pytest.approx(
+        [0.0474206556 / 2, 0.0021228831 / 2], abs=PRINTED
+    )
+    assert claim["p_claim_directional"] == pytest.approx(0.0474206556 / 2, abs=PRINTED)
 
 
 def test_worked_example_reverse_claim_not_reproduced(worked_example_frame: pd.DataFrame) -> None:
@@ -510,6 +573,26 @@ def test_worked_example_reverse_claim_not_reproduced(worked_example_frame: pd.Da
     )
     assert claim["n_supported"] == 1 and claim["n_components"] == 2
     assert claim["p_claim"] == pytest.approx(0.1595528527, abs=PRINTED)
+    # lstm is better than resnet on afib, not worse: the claimed direction fails there.
+    afib = paired_difference(worked_example_frame, "resnet", "lstm", "afib")
+    assert afib["mean"] > 0
+    assert by_opponent["lstm"]["p_directional"] == pytest.approx(1 - afib["p_value"] / 2, abs=EXACT)
+    assert claim["p_claim_directional"] == by_opponent["lstm"]["p_directional"] >= 0.5
+
+
+def test_opposite_direction_claim_has_a_large_directional_p(
+    worked_example_frame: pd.DataFrame,
+) -> None:
+    """cnn beats resnet on afib and loses on ptbxl; claiming the reverse must not look strong."""
+    claim = evaluate_rank_claim(worked_example_frame, "cnn", "ptbxl", "afib", opponents="resnet")
+    assert claim["verdict"] == "contradicted"
+    assert claim["p_claim"] == pytest.approx(0.0021228831, abs=PRINTED)
+    smaller = min(
+        paired_difference(worked_example_frame, "cnn", "resnet", dataset)["p_value"]
+        for dataset in ("afib", "ptbxl")
+    )
+    assert claim["p_claim_directional"] == pytest.approx(1 - smaller / 2, abs=EXACT)
+    assert claim["p_claim_directional"] >= 0.5
 
 
 # --- each verdict planted, and the decision order ------------------------------------------------
@@ -559,6 +642,25 @@ def test_planted_contradicted() -> None:
     assert flip["verdict"] == "contradicted"
     assert flip["reason"] == "both intervals exclude zero with the same sign"
     assert flip["p_flip"] == max(flip["difference_1"]["p_value"], flip["difference_2"]["p_value"])
+    # A small p_flip here is no evidence of a reversal: the directional p-value says so.
+    assert flip["p_flip"] < 0.01
+    assert flip["p_reversal"] == pytest.approx(1 - flip["p_flip"] / 2, abs=EXACT)
+
+
+def test_contradicted_rows_never_survive_fdr() -> None:
+    """Large same-sign differences everywhere: BY of p_flip is tiny, q_reversal is not."""
+    scores = {
+        (dataset, model): [level + offset + 0.01 * k for k in range(5)]
+        for dataset, offset in (("d1", 0.0), ("d2", 0.03))
+        for model, level in (("a", 0.80), ("b", 0.70), ("c", 0.60))
+    }
+    for (_, model), values in scores.items():
+        values[0] += {"a": 0.004, "b": -0.003, "c": 0.002}[model]
+    flips = all_flip_tests(scores_frame(scores))
+    assert (flips["verdict"] == "contradicted").all()
+    assert (flips["p_adjusted"] < 0.05).all()
+    assert (flips["p_reversal"] >= 0.5).all() and (flips["q_reversal"] >= 0.5).all()
+    assert not flips["survives_fdr"].any()
 
 
 def test_zero_mean_counts_as_same_sign() -> None:
@@ -689,6 +791,57 @@ def test_unknown_split_sizes_fall_back_to_uncorrected(worked_example_frame: pd.D
     unknown = paired_difference(runs, "cnn", "resnet", "afib")
     assert unknown["n_train"] is None
     assert unknown["sem"] == pytest.approx(0.0031622777, abs=PRINTED)
+    assert unknown["correction_applied"] == "unavailable"
+    assert unknown["correction_note"] == "split sizes unknown: no contributing run records n_train"
+    known = paired_difference(worked_example_frame, "cnn", "resnet", "afib")
+    assert known["correction_applied"] == "nadeau-bengio" and known["correction_note"] == ""
+    plain = paired_difference(runs, "cnn", "resnet", "afib", correction="none")
+    assert plain["correction_applied"] == "none" and plain["correction_note"] == ""
+
+
+def test_every_flip_row_records_the_correction_it_got(worked_example_frame: pd.DataFrame) -> None:
+    """Sizes unknown on ptbxl only: afib is corrected, ptbxl falls back and says so."""
+    runs = worked_example_frame.copy()
+    runs.loc[runs["dataset"] == "ptbxl", "n_test"] = math.nan
+    flips = all_flip_tests(runs)
+    assert (flips["correction_applied_1"] == "nadeau-bengio").all()
+    assert (flips["correction_applied_2"] == "unavailable").all()
+    assert (flips["correction_note_1"] == "").all()
+    assert (
+        flips["correction_note_2"] == "split sizes unknown: no contributing run records n_test"
+    ).all()
+    assert (all_flip_tests(runs, correction="none")["correction_applied_2"] == "none").all()
+
+
+def test_strict_correction_makes_uncorrectable_rows_untestable(
+    worked_example_frame: pd.DataFrame,
+) -> None:
+    runs = worked_example_frame.copy()
+    runs.loc[runs["dataset"] == "ptbxl", "n_train"] = math.nan
+    lenient = flip_test(runs, "cnn", "resnet", "afib", "ptbxl")
+    assert lenient["verdict"] == "supported"
+    strict = flip_test(runs, "cnn", "resnet", "afib", "ptbxl", strict_correction=True)
+    assert strict["verdict"] == "untestable"
+    assert math.isnan(strict["p_flip"]) and math.isnan(strict["p_reversal"])
+    assert strict["reason"] == (
+        "ptbxl: split sizes unknown: no contributing run records n_train; "
+        "strict_correction makes the comparison untestable"
+    )
+    assert strict["difference_2"]["testable"] is False
+    grid = all_flip_tests(runs, strict_correction=True)
+    assert (grid["verdict"] == "untestable").all() and (grid["fdr_family_size"] == 0).all()
+    assert not grid["survives_fdr"].any()
+    # Too few test groups is reported first; a requested plain error is never blocked.
+    tiny = runs.assign(n_test_groups=5)
+    assert flip_test(tiny, "cnn", "resnet", "afib", "ptbxl", strict_correction=True)[
+        "reason"
+    ].startswith("afib: test partition holds 5 ")
+    plain = flip_test(
+        runs, "cnn", "resnet", "afib", "ptbxl", correction="none", strict_correction=True
+    )
+    assert plain["verdict"] == "supported"
+    claim = evaluate_rank_claim(runs, "cnn", "afib", "ptbxl", strict_correction=True)
+    assert claim["verdict"] == "untestable" and math.isnan(claim["p_claim_directional"])
 
 
 # --- legacy seeds, duplicates, direction ---------------------------------------------------------
@@ -966,6 +1119,12 @@ def test_correction_and_fdr_family_checked_up_front() -> None:
         all_flip_tests(empty, fdr_family="everything")
     with pytest.raises(ValueError):
         paired_difference(pair_frame(POSITIVE, NEGATIVE), "a", "b", "d1", correction="bh")
+    with pytest.raises(ValueError, match="fdr_method must be one of 'by', 'bh', got 'holm'"):
+        all_flip_tests(empty, fdr_method="holm")
+    with pytest.raises(ValueError, match="n_permutations"):
+        tau_summary(empty, n_permutations=0)
+    with pytest.raises(ValueError, match="confidence_level"):
+        tau_summary(empty, confidence_level=1.5)
 
 
 COUNT_CALLS = {
@@ -1025,7 +1184,7 @@ def test_models_with_rows_on_both_datasets_are_compared_whatever_the_value() -> 
     assert flips["model_a"].tolist()[0] == "a" and math.isnan(flips["p_flip"].iloc[-1])
 
 
-def test_three_datasets_sorted_by_pair_then_p_flip() -> None:
+def test_three_datasets_sorted_by_pair_then_p_reversal() -> None:
     rng = np.random.default_rng(7)
     scores = {
         (d, m): list(0.7 + rng.normal(0, 0.03, 5))
@@ -1040,10 +1199,10 @@ def test_three_datasets_sorted_by_pair_then_p_flip() -> None:
     ]
     assert (flips["model_a"] < flips["model_b"]).all()
     for _, block in flips.groupby(["dataset_1", "dataset_2"]):
-        p = block["p_flip"].to_numpy()
+        p = block["p_reversal"].to_numpy()
         finite = p[np.isfinite(p)]
         assert (np.diff(finite) >= 0).all()
-        assert np.isfinite(p[: len(finite)]).all(), "NaN p_flip sorts last"
+        assert np.isfinite(p[: len(finite)]).all(), "NaN p_reversal sorts last"
 
 
 # --- properties: the vectorised grid equals a loop over flip_test ------------------------------
@@ -1112,8 +1271,12 @@ def random_corpora(draw: st.DrawFn) -> pd.DataFrame:
 
 
 def loop_flip_tests(runs: pd.DataFrame, **options: Any) -> pd.DataFrame:
-    """The straightforward grid: one ``flip_test`` call per (dataset pair, model pair)."""
+    """The straightforward grid: one ``flip_test`` call per (dataset pair, model pair).
+
+    The FDR columns come from statsmodels' ``multipletests``, an independent reference.
+    """
     fdr_family = options.pop("fdr_family", "testable")
+    fdr_method = options.pop("fdr_method", "by")
     metric_rows = runs[runs["metric"] == "f1"]
     datasets = sorted(metric_rows["dataset"].dropna().unique())
     rows = []
@@ -1131,14 +1294,24 @@ def loop_flip_tests(runs: pd.DataFrame, **options: Any) -> pd.DataFrame:
     if fdr_family == "significant":
         in_family &= flips["verdict"].isin(["supported", "suggestive", "contradicted"]).to_numpy()
     adjusted = np.full(len(flips), math.nan)
+    q_reversal = np.full(len(flips), math.nan)
     if in_family.any():
         adjusted[in_family] = multipletests(flips["p_flip"][in_family], method="fdr_by")[1]
+        method = {"by": "fdr_by", "bh": "fdr_bh"}[fdr_method]
+        q_reversal[in_family] = multipletests(flips["p_reversal"][in_family], method=method)[1]
     flips["p_adjusted"] = adjusted
     flips["fdr_family"] = fdr_family
     flips["fdr_family_size"] = int(in_family.sum())
-    flips["_p"] = flips["p_flip"].fillna(math.inf)
+    flips["q_reversal"] = q_reversal
+    flips["fdr_method"] = fdr_method
+    level = options.get("confidence_level", 0.95)
+    flips["survives_fdr"] = [
+        verdict == "supported" and q <= 1 - level
+        for verdict, q in zip(flips["verdict"], q_reversal, strict=True)
+    ]
+    flips["_p"] = flips["p_reversal"].fillna(math.inf)
     flips = flips.sort_values(["dataset_1", "dataset_2", "_p", "model_a", "model_b"], kind="stable")
-    return flips.drop(columns="_p").reset_index(drop=True)
+    return flips.drop(columns="_p").reset_index(drop=True).loc[:, FLIP_COLUMNS]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -1146,16 +1319,31 @@ def loop_flip_tests(runs: pd.DataFrame, **options: Any) -> pd.DataFrame:
     runs=random_corpora(),
     correction=st.sampled_from(["nadeau-bengio", "none"]),
     fdr_family=st.sampled_from(["testable", "significant"]),
+    fdr_method=st.sampled_from(["by", "bh"]),
+    strict_correction=st.booleans(),
     confidence_level=st.sampled_from([0.9, 0.95]),
 )
 def test_all_flip_tests_equals_a_loop_over_flip_test(
-    runs: pd.DataFrame, correction: str, fdr_family: str, confidence_level: float
+    runs: pd.DataFrame,
+    correction: str,
+    fdr_family: str,
+    fdr_method: str,
+    strict_correction: bool,
+    confidence_level: float,
 ) -> None:
-    options = {"correction": correction, "confidence_level": confidence_level}
-    grid = all_flip_tests(runs, fdr_family=fdr_family, **options)
-    reference = loop_flip_tests(runs, fdr_family=fdr_family, **options)
+    options = {
+        "correction": correction,
+        "confidence_level": confidence_level,
+        "strict_correction": strict_correction,
+    }
+    fdr = {"fdr_family": fdr_family, "fdr_method": fdr_method}
+    grid = all_flip_tests(runs, **fdr, **options)
+    reference = loop_flip_tests(runs, **fdr, **options)
     assert list(grid.columns) == FLIP_COLUMNS
     assert_frames_close(grid, reference)
+    same_sign = (grid["mean_1"] * grid["mean_2"] > 0) & grid["p_reversal"].notna()
+    assert (grid.loc[same_sign, "p_reversal"] >= 0.5).all()
+    assert (grid["p_reversal"].isna() == grid["p_flip"].isna()).all()
 
 
 @settings(max_examples=25, deadline=None)
@@ -1167,25 +1355,55 @@ def test_all_flip_tests_is_invariant_to_row_order(runs: pd.DataFrame, order_seed
     assert_frames_close(tau_summary(shuffled), tau_summary(runs))
 
 
-def reference_tau_summary(runs: pd.DataFrame) -> dict[str, list[float]]:
-    """Per dataset, tau of every seed pair over the models ranked at every seed."""
+def brute_force_kendall_floor(first: Sequence[float], second: Sequence[float]) -> float:
+    """Smallest two-sided exact-permutation p of tau-b: enumerate every pairing (scipy's tau)."""
+    x = np.asarray(first, dtype=float)
+    taus = np.array(
+        [
+            scipy.stats.kendalltau(x, np.asarray(second, dtype=float)[list(order)]).statistic
+            for order in itertools.permutations(range(len(x)))
+        ]
+    )
+    extreme = np.abs(taus).max()
+    return float(np.mean(np.abs(taus) >= extreme - 1e-12))
+
+
+def reference_tau_summary(runs: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per dataset: tau of every seed pair over the models ranked at every seed, plain loops.
+
+    Also the leave-one-seed-out means of those taus, the rank table (seeds x
+    models) and the brute-force Kendall floor of every pair with a defined tau.
+    """
     ranks = rank_within_seed(runs)
-    taus: dict[str, list[float]] = {}
+    result: dict[str, dict[str, Any]] = {}
     for dataset, block in ranks.groupby("dataset", sort=True):
         by_seed = {
             int(seed): dict(zip(rows["model"], rows["rank_average"], strict=True))
             for seed, rows in block.groupby("seed", sort=True)
         }
-        common = set.intersection(*(set(mapping) for mapping in by_seed.values()))
-        values = []
+        common = sorted(set.intersection(*(set(mapping) for mapping in by_seed.values())))
+        pairs: dict[tuple[int, int], float] = {}
+        floors = []
         if len(common) >= 3:
             for s, t in itertools.combinations(sorted(by_seed), 2):
+                first = [by_seed[s][m] for m in common]
+                second = [by_seed[t][m] for m in common]
                 tau = kendall_tau(
-                    {m: by_seed[s][m] for m in common}, {m: by_seed[t][m] for m in common}
+                    dict(zip(common, first, strict=True)), dict(zip(common, second, strict=True))
                 )
-                values.append(tau)
-        taus[str(dataset)] = [tau for tau in values if not math.isnan(tau)]
-    return taus
+                if not math.isnan(tau):
+                    pairs[(s, t)] = tau
+                    floors.append(brute_force_kendall_floor(first, second))
+        seeds = sorted({seed for pair in pairs for seed in pair})
+        without = [[tau for pair, tau in pairs.items() if seed not in pair] for seed in seeds]
+        left_out = [float(np.mean(taus)) if taus else math.nan for taus in without]
+        result[str(dataset)] = {
+            "taus": list(pairs.values()),
+            "left_out": left_out,
+            "floors": floors,
+            "table": [[by_seed[seed][m] for m in common] for seed in sorted(by_seed)],
+        }
+    return result
 
 
 @settings(max_examples=30, deadline=None)
@@ -1193,11 +1411,11 @@ def reference_tau_summary(runs: pd.DataFrame) -> dict[str, list[float]]:
 def test_tau_summary_equals_kendall_tau_per_seed_pair(runs: pd.DataFrame, decimals: int) -> None:
     """Rounding creates ties (and all-tied seeds whose NaN taus must be ignored)."""
     runs = runs.assign(value=runs["value"].round(decimals))
-    summary = tau_summary(runs).set_index("dataset")
+    summary = tau_summary(runs, n_permutations=99).set_index("dataset")
     reference = reference_tau_summary(runs)
     assert sorted(summary.index) == sorted(reference)
-    for dataset, taus in reference.items():
-        row = summary.loc[dataset]
+    for dataset, expected in reference.items():
+        row, taus = summary.loc[dataset], expected["taus"]
         assert row["n_pairs"] == len(taus)
         if taus:
             assert row["tau_mean"] == pytest.approx(np.mean(taus), abs=EXACT)
@@ -1205,12 +1423,29 @@ def test_tau_summary_equals_kendall_tau_per_seed_pair(runs: pd.DataFrame, decima
             assert row["tau_max"] == pytest.approx(max(taus), abs=EXACT)
         else:
             assert math.isnan(row["tau_mean"]) and math.isnan(row["tau_max"])
-        if row["n_models"] >= 3:
-            assert row["min_attainable_p"] == pytest.approx(
-                min(1.0, 2 / math.factorial(int(row["n_models"]))), abs=EXACT
+        left_out = expected["left_out"]
+        if len(left_out) >= 3 and all(np.isfinite(left_out)):
+            n = len(left_out)
+            se = math.sqrt((n - 1) / n * sum((v - np.mean(left_out)) ** 2 for v in left_out))
+            half = scipy.stats.t.ppf(0.975, n - 1) * se
+            assert row["tau_se"] == pytest.approx(se, abs=EXACT)
+            assert [row["tau_lower"], row["tau_upper"]] == pytest.approx(
+                [row["tau_mean"] - half, row["tau_mean"] + half], abs=EXACT
             )
         else:
-            assert math.isnan(row["min_attainable_p"])
+            assert math.isnan(row["tau_lower"]) and math.isnan(row["tau_upper"])
+        if row["n_models"] < 3:
+            assert math.isnan(row["min_attainable_p"]) and math.isnan(row["kendall_w"])
+            continue
+        floors = expected["floors"] or [2 / math.factorial(int(row["n_models"]))]
+        assert row["min_attainable_p"] == pytest.approx(min(floors), abs=EXACT)
+        table = np.asarray(expected["table"])
+        if len(table) >= 2 and (np.ptp(table, axis=1) > 0).any():
+            friedman = scipy.stats.friedmanchisquare(*table.T).statistic
+            assert row["kendall_w"] == pytest.approx(
+                friedman / (len(table) * (table.shape[1] - 1)), abs=1e-9
+            )
+            assert 1 / 100 <= row["p_kendall_w"] <= 1.0
 
 
 def test_tau_common_models_drop_a_model_missing_at_one_seed() -> None:

@@ -164,6 +164,8 @@ def test_materialisations_carry_metadata(platform) -> None:
     assert set(discovery["diagnostics"].value) == {"unreadable", "no_seed", "duplicate", "failed"}
     assert events["averaging_conflicts"]["dropped_runs"].value == 1
     assert events["flip_grid"]["fdr_family"].value == "testable"
+    assert events["flip_grid"]["fdr_method"].value == "by"
+    assert events["flip_grid"]["survives_fdr"].value >= 0
     for table in ("results_tables", "rank_table", "tau_table", "flip_table"):
         paths = [v.value for k, v in events[table].items() if k.startswith("path_")]
         assert paths and all(Path(p).is_file() for p in paths), table
@@ -200,6 +202,12 @@ def test_checks_report_with_severities(platform) -> None:
     bimodal = evaluations["no_bimodal_cells"]
     assert not bimodal.passed and bimodal.severity == dg.AssetCheckSeverity.WARN
     assert "lstm" in json.dumps(bimodal.metadata["cells"].value)
+    survival = evaluations["supported_flips_survive_fdr"]
+    assert survival.severity == dg.AssetCheckSeverity.WARN
+    assert survival.metadata["fdr_method"].value == "by"
+    supported, surviving = (survival.metadata[k].value for k in ("supported", "survives_fdr"))
+    assert survival.passed == (supported == surviving)
+    assert evaluations["flips_nadeau_bengio_applied"].passed, "the corpus records its split sizes"
     for name in (
         "results_tables_compile",
         "rank_distribution_tex_compiles",

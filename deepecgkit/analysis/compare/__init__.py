@@ -3,8 +3,8 @@
 Three kinds of tool, kept apart on purpose because they answer different
 questions:
 
-* sample-level test (:func:`mcnemar`): do two classifiers disagree
-  asymmetrically on *these* test samples?
+* sample-level test (:func:`mcnemar`, with :func:`mcnemar_mid_p` beside it):
+  do two classifiers disagree asymmetrically on *these* test samples?
 * group bootstrap (:func:`cluster_bootstrap_metric`,
   :func:`cluster_bootstrap_difference`): how much would a metric, or a
   difference between two runs, move on a fresh draw of patients/recordings?
@@ -28,7 +28,7 @@ from deepecgkit.analysis.compare.fold_differences import (
     PairedFoldDifferences,
     paired_fold_differences,
 )
-from deepecgkit.analysis.compare.mcnemar import MCNEMAR_CAVEAT, mcnemar
+from deepecgkit.analysis.compare.mcnemar import MCNEMAR_CAVEAT, mcnemar, mcnemar_mid_p
 from deepecgkit.analysis.compare.report import ReportResult, statistical_report
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "cluster_bootstrap_difference",
     "cluster_bootstrap_metric",
     "mcnemar",
+    "mcnemar_mid_p",
     "paired_fold_differences",
     "statistical_report",
 ]

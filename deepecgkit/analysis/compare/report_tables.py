@@ -38,7 +38,7 @@ from deepecgkit.analysis.compare.bootstrap import (
 from deepecgkit.analysis.compare.errors import ComparisonError
 from deepecgkit.analysis.compare.groups import GroupedData, aggregate_groups
 from deepecgkit.analysis.compare.identity import RunInput, ValidPredictions
-from deepecgkit.analysis.compare.mcnemar import mcnemar
+from deepecgkit.analysis.compare.mcnemar import mcnemar, mcnemar_mid_p
 from deepecgkit.analysis.compare.resampling import evaluate_metric
 from deepecgkit.analysis.constants import (
     LOWER_IS_BETTER,
@@ -140,6 +140,7 @@ MCNEMAR_COLUMNS = {
     "only_reference_correct": "int64",
     "only_candidate_correct": "int64",
     "p_value": "float64",
+    "p_mid": "float64",
     "anti_conservative": "bool",
 }
 EXCLUSION_COLUMNS = {
@@ -396,6 +397,7 @@ def _mcnemar_rows(
                 "only_reference_correct": only_reference,
                 "only_candidate_correct": only_candidate,
                 "p_value": p_value,
+                "p_mid": mcnemar_mid_p(reference_correct, candidate_correct),
                 "anti_conservative": level == LEVEL_SAMPLE and grouped.n_samples > grouped.n_groups,
             }
         )

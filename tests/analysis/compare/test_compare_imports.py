@@ -11,6 +11,7 @@ PUBLIC = [
     "ComparisonError",
     "MCNEMAR_CAVEAT",
     "mcnemar",
+    "mcnemar_mid_p",
     "batch_metric",
     "BootstrapInterval",
     "BootstrapDifference",

@@ -22,6 +22,7 @@ from deepecgkit.analysis.compare import (
     cluster_bootstrap_difference,
     cluster_bootstrap_metric,
     mcnemar,
+    mcnemar_mid_p,
     statistical_report,
 )
 from deepecgkit.analysis.compare.reliability_plot import reliability_figure
@@ -53,7 +54,7 @@ CSV_COLUMNS = {
     "mcnemar.csv": [
         "dataset", "seed", "reference_model", "candidate_model", "reference_run_id",
         "candidate_run_id", "level", "n_units", "only_reference_correct",
-        "only_candidate_correct", "p_value", "anti_conservative",
+        "only_candidate_correct", "p_value", "p_mid", "anti_conservative",
     ],
     "exclusions.csv": [
         "scope", "run_id", "model", "dataset", "seed", "reference_run_id", "reason", "detail",
@@ -344,6 +345,11 @@ def test_mcnemar_rows(report, corpus: Path) -> None:
         row["only_candidate_correct"],
         row["p_value"],
     ) == expected
+    assert row["p_mid"] == mcnemar_mid_p(
+        reference[columns].to_numpy().argmax(axis=1) == y,
+        candidate[columns].to_numpy().argmax(axis=1) == y,
+    )
+    assert (table["p_mid"] <= table["p_value"]).all()
     assert table.loc[table["level"] == "sample", "anti_conservative"].all()
     assert not table.loc[table["level"] == "group", "anti_conservative"].any()
     assert set(table.loc[table["level"] == "group", "n_units"]) == {12}
