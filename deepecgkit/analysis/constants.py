@@ -109,7 +109,8 @@ VAL_PREDICTIONS_FILENAME = "val_predictions.csv"
 #: ``classwise_ece`` is Kull et al.'s (2019) class-wise ECE (not folded at 0.5), the
 #: ``_debiased`` forms carry the Kumar et al. (2019) small-sample bias correction
 #: (docs/statistics.md, "Intervals and calibration").
-_CALIBRATION_ERRORS = (
+#: The evaluation package writes them in this order (``CALIBRATION_METRIC_NAMES`` there).
+CALIBRATION_ERRORS = (
     "ece",
     "adaptive_ece",
     "mce",
@@ -119,8 +120,8 @@ _CALIBRATION_ERRORS = (
     "ece_debiased",
     "classwise_ece_debiased",
 )
-_SCALED_CALIBRATION_ERRORS = tuple(f"{name}_temp" for name in _CALIBRATION_ERRORS)
-CALIBRATION_METRICS = (*_CALIBRATION_ERRORS, *_SCALED_CALIBRATION_ERRORS, "temperature")
+_SCALED_CALIBRATION_ERRORS = tuple(f"{name}_temp" for name in CALIBRATION_ERRORS)
+CALIBRATION_METRICS = (*CALIBRATION_ERRORS, *_SCALED_CALIBRATION_ERRORS, "temperature")
 SINGLE_LABEL_METRICS = (
     "accuracy",
     "balanced_accuracy",
@@ -142,7 +143,7 @@ MULTI_LABEL_METRICS = (
 )
 
 #: Metrics where a smaller value wins.
-LOWER_IS_BETTER = frozenset(_CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
+LOWER_IS_BETTER = frozenset(CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
 
 # --- Flip verdicts (exact strings) --------------------------------------------------------
 
@@ -196,6 +197,7 @@ REPORT_PAIRED_METRICS = (
 __all__ = [
     "AVERAGING_MACRO_LABEL",
     "AVERAGING_UNKNOWN",
+    "CALIBRATION_ERRORS",
     "CALIBRATION_METRICS",
     "CONFIDENCE_LEVEL",
     "CORRECTIONS",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from deepecgkit.analysis.constants import (
     AVERAGING_MACRO_LABEL,
+    CALIBRATION_ERRORS,
     DEFAULT_CALIBRATION_BINS,
     LEGACY_SEED,
     METADATA_FILENAME,
@@ -79,16 +80,8 @@ AVERAGE_MODES = (AVERAGE_AUTO, AVERAGE_BINARY, AVERAGE_MACRO, AVERAGE_MICRO, AVE
 
 # --- Calibration and temperature scaling --------------------------------------------------
 
-CALIBRATION_METRIC_NAMES = (
-    "ece",
-    "adaptive_ece",
-    "mce",
-    "brier",
-    "nll",
-    "classwise_ece",
-    "ece_debiased",
-    "classwise_ece_debiased",
-)
+#: The calibration metrics, in report order (defined with the analysis's metric schema).
+CALIBRATION_METRIC_NAMES = CALIBRATION_ERRORS
 CALIBRATION_ROW_ORDER = (
     *CALIBRATION_METRIC_NAMES,
     "temperature",

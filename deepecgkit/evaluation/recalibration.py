@@ -225,7 +225,10 @@ def fit_temperature(
     if not per_label:
         return _search(z, y, multilabel, low, high)
     labels = y.reshape(z.shape)
-    return np.array([_search(z[:, k], labels[:, k], True, low, high) for k in range(z.shape[1])])
+    fitted = np.empty(z.shape[1])
+    for k in range(z.shape[1]):  # one search per label (K is small); no loop over samples
+        fitted[k] = _search(z[:, k], labels[:, k], True, low, high)
+    return fitted
 
 
 def probabilities_to_logits(y_prob: np.ndarray, task: str | None = None) -> np.ndarray:
