@@ -201,7 +201,7 @@ class _SingleLabelCounts:
         return counts.reshape(rows, self.n_values, self.n_values).astype(np.float64)
 
     def weighted_confusion(self, weights: np.ndarray) -> np.ndarray:
-        """``(rows, L, L)`` counts from ``(n, rows)`` multiplicities (samples sorted by cell once)."""
+        """``(rows, L, L)`` counts from ``(n, rows)`` multiplicities (samples sorted by cell)."""
         rows = weights.shape[1]
         size = self.n_values * self.n_values
         out = np.zeros((size, rows), dtype=np.float64)
