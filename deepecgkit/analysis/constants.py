@@ -35,8 +35,23 @@ APPLIED_CORRECTIONS = (NADEAU_BENGIO, NO_CORRECTION, CORRECTION_UNAVAILABLE)
 
 # --- Thresholds ----------------------------------------------------------------
 
-#: Fewest independent test units (patients, records) that can support an interval.
+#: Fewest independent test units (patients, records) for a run to enter a seed-level
+#: test (flip tests, paired differences over seeds): below it a run's metric is too noisy
+#: to stand for the configuration. Group-bootstrap intervals need more
+#: (:data:`MIN_BOOTSTRAP_GROUPS`).
 MIN_TEST_GROUPS = 10
+#: Fewest test groups for a group-bootstrap interval. Chosen by the coverage simulation
+#: of ``benchmarks/bench_interval_coverage.py`` (docs/benchmarks.md): with the expanded
+#: percentile interval, the AUROC and accuracy intervals (single runs and differences)
+#: of the prevalence-0.3 scenarios cover at least 0.94 at nominal 0.95 from here on
+#: (the accuracy difference of two equally good models is the last to get there), while
+#: at 10 groups (``MIN_TEST_GROUPS``) coverage is 0.55-0.87. The exceptions measured
+#: (single-run AUROC with a rare class, AUROC near 1) are listed there.
+MIN_BOOTSTRAP_GROUPS = 60
+#: Fewest groups of every class present in the test set for a group-bootstrap
+#: interval (same simulation: the smallest class sets how well a resample can mimic
+#: a fresh draw of patients; 15 positives pass the prevalence-0.3 scenario with a margin).
+MIN_BOOTSTRAP_GROUPS_PER_CLASS = 15
 #: Fewest shared seeds for which a flip test is computed at all.
 MIN_SEEDS_FOR_INTERVAL = 3
 #: Fewest shared seeds that may yield the verdict "supported".
@@ -66,6 +81,15 @@ ZERO_VARIANCE_TOL = 1e-12
 
 #: Sentinel seed for runs whose seed could not be determined.
 LEGACY_SEED = -1
+
+# --- Bootstrap interval methods ----------------------------------------------------
+
+#: Quantiles of the bootstrap distribution at alpha/2 and 1 - alpha/2 (Efron 1979).
+INTERVAL_PERCENTILE = "percentile"
+#: Hesterberg's (2015) expanded percentile interval: the quantiles at alpha'/2 and
+#: 1 - alpha'/2, alpha' from a t quantile and the sqrt(n / (n - 1)) narrowness factor.
+INTERVAL_EXPANDED_PERCENTILE = "expanded-percentile"
+INTERVAL_METHODS = (INTERVAL_EXPANDED_PERCENTILE, INTERVAL_PERCENTILE)
 
 # --- Duplicate policies and FDR families ----------------------------------------
 
@@ -122,9 +146,22 @@ VAL_PREDICTIONS_FILENAME = "val_predictions.csv"
 # --- Metric schemas ---------------------------------------------------------------------
 
 #: Calibration errors: smaller is better, and each has a temperature-scaled ``_temp`` form.
-_CALIBRATION_ERRORS = ("ece", "adaptive_ece", "mce", "brier", "nll")
-_SCALED_CALIBRATION_ERRORS = tuple(f"{name}_temp" for name in _CALIBRATION_ERRORS)
-CALIBRATION_METRICS = (*_CALIBRATION_ERRORS, *_SCALED_CALIBRATION_ERRORS, "temperature")
+#: ``classwise_ece`` is Kull et al.'s (2019) class-wise ECE (not folded at 0.5), the
+#: ``_debiased`` forms carry the Kumar et al. (2019) small-sample bias correction
+#: (docs/statistics.md, "Intervals and calibration").
+#: The evaluation package writes them in this order (``CALIBRATION_METRIC_NAMES`` there).
+CALIBRATION_ERRORS = (
+    "ece",
+    "adaptive_ece",
+    "mce",
+    "brier",
+    "nll",
+    "classwise_ece",
+    "ece_debiased",
+    "classwise_ece_debiased",
+)
+_SCALED_CALIBRATION_ERRORS = tuple(f"{name}_temp" for name in CALIBRATION_ERRORS)
+CALIBRATION_METRICS = (*CALIBRATION_ERRORS, *_SCALED_CALIBRATION_ERRORS, "temperature")
 SINGLE_LABEL_METRICS = (
     "accuracy",
     "balanced_accuracy",
@@ -146,7 +183,7 @@ MULTI_LABEL_METRICS = (
 )
 
 #: Metrics where a smaller value wins.
-LOWER_IS_BETTER = frozenset(_CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
+LOWER_IS_BETTER = frozenset(CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
 
 # --- Metric ranges -------------------------------------------------------------------
 
@@ -210,12 +247,14 @@ REPORT_PAIRED_METRICS = (
     "brier",
     "nll",
     "ece",
+    "classwise_ece",
 )
 
 __all__ = [
     "APPLIED_CORRECTIONS",
     "AVERAGING_MACRO_LABEL",
     "AVERAGING_UNKNOWN",
+    "CALIBRATION_ERRORS",
     "CALIBRATION_METRICS",
     "CHANCE_LEVELS",
     "CHANCE_ONE_OVER_K",
@@ -238,11 +277,16 @@ __all__ = [
     "FDR_METHODS",
     "FDR_METHOD_BH",
     "FDR_METHOD_BY",
+    "INTERVAL_EXPANDED_PERCENTILE",
+    "INTERVAL_METHODS",
+    "INTERVAL_PERCENTILE",
     "LEGACY_SEED",
     "LOWER_IS_BETTER",
     "METADATA_FILENAME",
     "METRICS_FILENAME",
     "METRIC_RANGES",
+    "MIN_BOOTSTRAP_GROUPS",
+    "MIN_BOOTSTRAP_GROUPS_PER_CLASS",
     "MIN_COLLAPSE_GAP",
     "MIN_MODELS_FOR_TAU",
     "MIN_SEEDS_FOR_CLAIM",

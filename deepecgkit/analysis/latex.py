@@ -130,6 +130,9 @@ _CALIBRATION_DISPLAY_NAMES = {
     "mce": "MCE",
     "brier": "Brier",
     "nll": "NLL",
+    "classwise_ece": "Class-wise ECE",
+    "ece_debiased": "ECE (debiased)",
+    "classwise_ece_debiased": "Class-wise ECE (debiased)",
 }
 #: Suffix of a metric measured after temperature scaling, and its display.
 _TEMPERATURE_SUFFIX = "_temp"

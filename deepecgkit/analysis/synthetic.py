@@ -334,6 +334,13 @@ def _derived_metrics(f1: np.ndarray, rng: np.random.Generator, multi_label: bool
     for name in ("ece", "adaptive_ece", "mce", "brier"):
         values[f"{name}_temp"] = jitter(0.6 * values[name], 0.002)
     values["nll_temp"] = 0.9 * values["nll"]
+    # Derived without new draws, so every value drawn before these columns existed
+    # stays the same for the same seed.
+    for name in ("ece", "ece_temp"):
+        scaled = name.replace("ece", "classwise_ece")
+        values[scaled] = np.clip(1.2 * values[name], 0.0, 1.0)
+        values[name.replace("ece", "ece_debiased")] = 0.8 * values[name]
+        values[scaled.replace("classwise_ece", "classwise_ece_debiased")] = 0.8 * values[scaled]
     if multi_label:
         values["label_accuracy"] = jitter(0.5 + 0.5 * f1)
         values["exact_match_accuracy"] = jitter(f1 - 0.2)

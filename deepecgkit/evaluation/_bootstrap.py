@@ -13,13 +13,26 @@ is handled at once:
   drawn): the samples are sorted by score once, and each resample needs one
   running total of the rarer class, never a sort;
 * multi-label counts are matrix products of the multiplicities with 0/1
-  indicator columns; regression metrics use gathered arrays.
+  indicator columns, and regression sums are weighted by them.
 
 The value of every metric and resample equals, to 1e-12, scikit-learn's on
 ``(predictions[idx_b], targets[idx_b], scores[idx_b])`` with the concretely
 resolved averaging mode (the evaluator's tests check this against a
 per-resample loop). A resample on which scikit-learn refuses or returns NaN
 (a class missing, an invalid ``pos_label``) is NaN here too.
+
+Group (cluster) resampling: segments of one patient are not independent, and
+resampling them one by one makes an interval far too narrow (with 50
+segments per patient a nominal 95% interval covers about 0.4 of the time;
+``benchmarks/bench_interval_coverage.py``). With groups, a resample draws
+``G`` groups with replacement (``np.random.choice(G, size=(B, G))`` from the
+same legacy generator, groups in the order of ``np.unique`` of their ids as
+strings) and takes every sample of each drawn group; ``idx_b`` is then the
+concatenation of the drawn groups' samples, of varying length. Such a
+resample is described by per-sample multiplicities (how often each sample's
+group was drawn), so every metric runs on the weights path: confusion counts
+as sums of multiplicities over the samples of each cell, AUC as before,
+regression sums weighted.
 """
 
 from __future__ import annotations
@@ -73,6 +86,32 @@ def draw_index_chunks(n_samples: int, n_bootstrap: int, rows: int) -> Iterator[n
         size = min(rows, n_bootstrap - done)
         # The spec fixes numpy's global legacy generator so np.random.seed repeats intervals.
         yield np.random.choice(n_samples, size=(size, n_samples), replace=True)  # noqa: NPY002
+        done += size
+
+
+def group_positions(groups: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each sample's group position (groups sorted as strings, like ``np.unique``) and ``G``."""
+    _, positions = np.unique(np.asarray(groups).astype(str), return_inverse=True)
+    positions = positions.reshape(-1).astype(np.int64)
+    return positions, int(positions.max()) + 1 if positions.size else 0
+
+
+def draw_group_weight_chunks(
+    positions: np.ndarray, n_groups: int, n_bootstrap: int, rows: int
+) -> Iterator[np.ndarray]:
+    """Per-sample multiplicities ``(n, rows)`` of group resamples, in row blocks.
+
+    Each block draws ``np.random.choice(n_groups, size=(rows, n_groups))`` from
+    numpy's global legacy generator (consecutive blocks give the stream of one
+    ``(n_bootstrap, n_groups)`` call), counts how often each group was drawn,
+    and gives every sample its group's count. No loop runs over resamples.
+    """
+    done = 0
+    while done < n_bootstrap:
+        size = min(rows, n_bootstrap - done)
+        # The evaluator's documented generator: np.random.seed repeats intervals.
+        drawn = np.random.choice(n_groups, size=(size, n_groups), replace=True)  # noqa: NPY002
+        yield _multiplicities(drawn, n_groups)[positions]
         done += size
 
 
@@ -148,6 +187,11 @@ class _SingleLabelCounts:
         hits = np.flatnonzero(self.values == POSITIVE_LABEL)
         self.positive = int(hits[0]) if hits.size else None
 
+        self.cell_order = np.argsort(self.cells, kind="stable")
+        sorted_cells = self.cells[self.cell_order]
+        self.cell_starts = np.flatnonzero(np.r_[True, sorted_cells[1:] != sorted_cells[:-1]])
+        self.present_cells = sorted_cells[self.cell_starts]
+
     def confusion(self, idx: np.ndarray) -> np.ndarray:
         """``(rows, L, L)`` counts, rows true and columns predicted."""
         rows = idx.shape[0]
@@ -156,12 +200,25 @@ class _SingleLabelCounts:
         counts = np.bincount((self.cells[idx] + offsets).ravel(), minlength=rows * size)
         return counts.reshape(rows, self.n_values, self.n_values).astype(np.float64)
 
+    def weighted_confusion(self, weights: np.ndarray) -> np.ndarray:
+        """``(rows, L, L)`` counts from ``(n, rows)`` multiplicities (samples sorted by cell)."""
+        rows = weights.shape[1]
+        size = self.n_values * self.n_values
+        out = np.zeros((size, rows), dtype=np.float64)
+        if self.present_cells.size:
+            out[self.present_cells] = np.add.reduceat(
+                weights[self.cell_order], self.cell_starts, axis=0
+            )
+        return out.T.reshape(rows, self.n_values, self.n_values)
+
 
 def _single_label_metrics(
-    counts: _SingleLabelCounts, idx: np.ndarray, names: Sequence[str], mode: str
+    counts: _SingleLabelCounts, cm: np.ndarray, names: Sequence[str], mode: str
 ) -> dict[str, np.ndarray]:
-    """Hard-label metrics of every resample of a chunk, scikit-learn's formulas on counts."""
-    cm = counts.confusion(idx)
+    """Hard-label metrics of every resample of a chunk from its ``(rows, L, L)`` confusion counts.
+
+    scikit-learn's formulas on counts.
+    """
     n = cm.sum(axis=(1, 2))
     tp = np.diagonal(cm, axis1=1, axis2=2)
     true_sum = cm.sum(axis=2)
@@ -358,34 +415,43 @@ class _AucPlan:
 # --- regression --------------------------------------------------------------------------
 
 
-def _regression_metrics(
-    y: np.ndarray, pred: np.ndarray, idx: np.ndarray, names: Sequence[str]
+def _weighted_regression_metrics(
+    y: np.ndarray, pred: np.ndarray, weights: np.ndarray, names: Sequence[str]
 ) -> dict[str, np.ndarray]:
-    """MSE, MAE, R² and RMSE per resample, on gathered arrays (uniform output average)."""
-    yb = y[idx].reshape(idx.shape[0], idx.shape[1], -1)
-    pb = pred[idx].reshape(yb.shape)
-    residual = yb - pb
-    sq_sum = (residual**2).sum(axis=1)
-    n = idx.shape[1]
+    """MSE, MAE, R² and RMSE per resample (uniform output average) from ``(n, rows)`` weights.
+
+    A resample counts sample i ``weights[i, r]`` times, so each sum over its
+    samples is a weighted sum over all samples; the R² deviation is taken
+    around each resample's own weighted mean. R² is NaN below
+    ``MIN_R2_SAMPLES`` samples (scikit-learn's rule).
+    """
+    targets = y.reshape(y.shape[0], -1)
+    residual = targets - pred.reshape(targets.shape)
+    w = weights.astype(np.float64)
+    total = w.sum(axis=0)
+    safe_total = np.where(total > 0, total, 1.0)[:, None]
+    sq_sum = (residual**2).T @ w
     canonical = {name: REGRESSION_ALIASES[name] for name in names}
     out: dict[str, np.ndarray] = {}
-    mse = (sq_sum / n).mean(axis=1)
+    mse = (sq_sum.T / safe_total).mean(axis=1)
     for name, metric in canonical.items():
         if metric == "mse":
             out[name] = mse
         elif metric == "rmse":
             out[name] = np.sqrt(mse)
         elif metric == "mae":
-            out[name] = (np.abs(residual).sum(axis=1) / n).mean(axis=1)
-        elif n < MIN_R2_SAMPLES:
-            out[name] = np.full(idx.shape[0], _NAN)
+            out[name] = ((np.abs(residual).T @ w).T / safe_total).mean(axis=1)
         else:
-            deviation = ((yb - yb.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
-            scores = np.ones_like(sq_sum)
-            valid = (deviation != 0) & (sq_sum != 0)
-            scores[valid] = 1.0 - sq_sum[valid] / deviation[valid]
-            scores[(sq_sum != 0) & (deviation == 0)] = 0.0
-            out[name] = scores.mean(axis=1)
+            mean = (targets.T @ w).T / safe_total
+            centred = targets[:, None, :] - mean[None, :, :]
+            deviation = np.einsum("nr,nrd->rd", w, centred**2)
+            squares = sq_sum.T
+            scores = np.ones_like(squares)
+            valid = (deviation != 0) & (squares != 0)
+            scores[valid] = 1.0 - squares[valid] / deviation[valid]
+            scores[(squares != 0) & (deviation == 0)] = 0.0
+            values = scores.mean(axis=1)
+            out[name] = np.where(total < MIN_R2_SAMPLES, _NAN, values)
     return out
 
 
@@ -398,7 +464,9 @@ def bootstrap_metric_values(
     scores: np.ndarray | None,
     names: Sequence[str],
     mode: str,
-    index_chunks: Iterable[np.ndarray],
+    index_chunks: Iterable[np.ndarray] | None = None,
+    *,
+    weight_chunks: Iterable[np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Every requested metric on every resample.
 
@@ -408,11 +476,17 @@ def bootstrap_metric_values(
         scores: scores for AUC (None: use ``predictions``).
         names: metric names (classification, ``auc``/``auroc`` or regression).
         mode: the averaging mode resolved once on the full data.
-        index_chunks: consecutive row blocks of the ``(B, n)`` index matrix.
+        index_chunks: consecutive row blocks of the ``(B, n)`` index matrix
+            (sample resampling), or
+        weight_chunks: consecutive blocks of ``(n, rows)`` per-sample
+            multiplicities (group resampling, :func:`draw_group_weight_chunks`);
+            give exactly one of the two.
 
     Returns:
         ``{name: (B,) float64}`` in the order of ``names``.
     """
+    if (index_chunks is None) == (weight_chunks is None):
+        raise ValueError("give exactly one of index_chunks and weight_chunks")
     regression = [name for name in names if name in REGRESSION_ALIASES]
     auc_names = [name for name in names if name in (AUC_METRIC, AUC_ALIAS)]
     hard = [name for name in names if name not in regression and name not in auc_names]
@@ -438,20 +512,30 @@ def bootstrap_metric_values(
         prepare_regression_inputs(targets, predictions) if regression else (None, None)
     )
     pieces: dict[str, list[np.ndarray]] = {name: [] for name in names}
-    for idx in index_chunks:
-        n_samples = idx.shape[1]
+    n_samples = targets.shape[0]
+    needs_weights = indicators is not None or auc_plan is not None
+    chunks: Iterable[tuple[np.ndarray | None, np.ndarray | None]] = (
+        ((idx, None) for idx in index_chunks)
+        if index_chunks is not None
+        else ((None, weights) for weights in weight_chunks)  # type: ignore[union-attr]
+    )
+    for idx, given in chunks:
         chunk: dict[str, np.ndarray] = {}
-        needs_weights = indicators is not None or auc_plan is not None
-        weights = _multiplicities(idx, n_samples) if needs_weights else None
+        weights = given
+        if weights is None and needs_weights:
+            weights = _multiplicities(idx, n_samples)  # type: ignore[arg-type]
         if counts is not None:
-            chunk.update(_single_label_metrics(counts, idx, hard, mode))
+            cm = counts.confusion(idx) if idx is not None else counts.weighted_confusion(given)
+            chunk.update(_single_label_metrics(counts, cm, hard, mode))
         if indicators is not None:
             chunk.update(_multilabel_metrics(indicators, weights, hard, mode))
         if auc_plan is not None:
             auc = auc_plan.values(weights)
             chunk.update({name: auc for name in auc_names})
         if regression:
-            chunk.update(_regression_metrics(reg_y, reg_pred, idx, regression))
+            if weights is None:
+                weights = _multiplicities(idx, n_samples)  # type: ignore[arg-type]
+            chunk.update(_weighted_regression_metrics(reg_y, reg_pred, weights, regression))
         for name in names:
             pieces[name].append(chunk[name])
     return {name: np.concatenate(values) for name, values in pieces.items()}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from deepecgkit.analysis.constants import (
     AVERAGING_MACRO_LABEL,
+    CALIBRATION_ERRORS,
     DEFAULT_CALIBRATION_BINS,
     LEGACY_SEED,
     METADATA_FILENAME,
@@ -79,21 +80,20 @@ AVERAGE_MODES = (AVERAGE_AUTO, AVERAGE_BINARY, AVERAGE_MACRO, AVERAGE_MICRO, AVE
 
 # --- Calibration and temperature scaling --------------------------------------------------
 
-CALIBRATION_METRIC_NAMES = ("ece", "adaptive_ece", "mce", "brier", "nll")
+#: The calibration metrics, in report order (defined with the analysis's metric schema).
+CALIBRATION_METRIC_NAMES = CALIBRATION_ERRORS
 CALIBRATION_ROW_ORDER = (
-    "ece",
-    "adaptive_ece",
-    "mce",
-    "brier",
-    "nll",
+    *CALIBRATION_METRIC_NAMES,
     "temperature",
-    "ece_temp",
-    "adaptive_ece_temp",
-    "mce_temp",
-    "brier_temp",
-    "nll_temp",
+    *(f"{name}_temp" for name in CALIBRATION_METRIC_NAMES),
     "calibration_bins",
 )
+#: Fewest samples a bin needs to enter MCE: with 25 the 95% half-width of a bin's
+#: frequency, 1.96 * 0.5 / sqrt(n_b), is at most 0.2 even at frequency 0.5.
+MIN_MCE_BIN_COUNT = 25
+#: Normal draws of the Kumar et al. (2019) ECE bias correction, and their seed.
+DEBIAS_DRAWS = 1000
+DEBIAS_SEED = 0
 #: Search interval of the fitted temperature.
 DEFAULT_TEMPERATURE_BOUNDS = (0.05, 20.0)
 #: Temperature that leaves logits unchanged.
@@ -201,6 +201,8 @@ __all__ = [
     "CALIBRATION_METRIC_NAMES",
     "CALIBRATION_ROW_ORDER",
     "CLASSIFICATION_METRICS",
+    "DEBIAS_DRAWS",
+    "DEBIAS_SEED",
     "DEFAULT_BOOTSTRAP_RESAMPLES",
     "DEFAULT_CALIBRATION_BINS",
     "DEFAULT_EVALUATOR_METRICS",
@@ -221,6 +223,7 @@ __all__ = [
     "METADATA_FILENAME",
     "METRICS_FILENAME",
     "MIN_EMBEDDING_SAMPLES",
+    "MIN_MCE_BIN_COUNT",
     "MULTICLASS_THRESHOLD",
     "MULTI_LABEL_COLUMNS",
     "NEUTRAL_TEMPERATURE",

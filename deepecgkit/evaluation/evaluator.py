@@ -5,7 +5,9 @@ numbers of :mod:`deepecgkit.evaluation.metrics`, with three additions:
 
 * a percentile bootstrap whose every resample is computed by the vectorised
   engine of :mod:`deepecgkit.evaluation._bootstrap`, so an interval describes
-  exactly the number :meth:`ECGEvaluator.evaluate` reports;
+  exactly the number :meth:`ECGEvaluator.evaluate` reports; given ``groups``
+  (patient or recording of each segment) it resamples groups, and without
+  them its output says that the samples were assumed independent;
 * group-aware cross-validation, where a patient or recording never straddles
   a fold boundary (segments of one recording are strongly correlated, and
   letting them do so inflates the estimate);
@@ -33,7 +35,9 @@ from deepecgkit.analysis.constants import CONFIDENCE_LEVEL
 from deepecgkit.evaluation._bootstrap import (
     bootstrap_metric_values,
     chunk_rows,
+    draw_group_weight_chunks,
     draw_index_chunks,
+    group_positions,
 )
 from deepecgkit.evaluation._links import logits_to_probabilities
 from deepecgkit.evaluation._validation import (
@@ -79,6 +83,11 @@ VALUE_COLUMN = "Value"
 STD_COLUMN = "Std"
 LOWER_COLUMN = "95% CI Lower"
 UPPER_COLUMN = "95% CI Upper"
+RESAMPLING_COLUMN = "Resampling"
+UNITS_COLUMN = "Resampled units"
+#: What a bootstrap resampled: whole groups, or samples taken as independent.
+RESAMPLED_GROUPS = "groups"
+RESAMPLED_SAMPLES = "samples (assumed independent)"
 #: Tuple lengths ``evaluate`` understands for ``test_data``.
 _PAIR = 2
 _TRIPLE = 3
@@ -447,7 +456,8 @@ class ECGEvaluator:
         point: dict[str, float],
         n_bootstrap: int,
         confidence_level: float,
-    ) -> dict[str, dict[str, float]]:
+        groups: np.ndarray | None = None,
+    ) -> dict[str, dict[str, Any]]:
         """Percentile intervals around ``point`` for the last evaluated split."""
         names = [name for name, value in point.items() if not math.isnan(value)]
         if not names:
@@ -455,16 +465,47 @@ class ECGEvaluator:
         targets = self.y_true
         n_samples = targets.shape[0]
         auc_scores = self._auc_source(predictions, self.y_scores) if AUC_METRIC in names else None
-        chunks = draw_index_chunks(n_samples, n_bootstrap, chunk_rows(n_samples))
-        values = bootstrap_metric_values(
-            targets, predictions, auc_scores, names, self._mode, chunks
-        )
-        summary: dict[str, dict[str, float]] = {}
+        rows = chunk_rows(n_samples)
+        if groups is None:
+            logger.info(
+                "bootstrap resamples the %d samples as independent; pass groups= (patient or "
+                "recording of each sample) when several samples come from one source",
+                n_samples,
+            )
+            chunks = draw_index_chunks(n_samples, n_bootstrap, rows)
+            values = bootstrap_metric_values(
+                targets, predictions, auc_scores, names, self._mode, chunks
+            )
+            resampling, n_units = RESAMPLED_SAMPLES, n_samples
+        else:
+            positions, n_units = group_positions(groups)
+            weights = draw_group_weight_chunks(positions, n_units, n_bootstrap, rows)
+            values = bootstrap_metric_values(
+                targets, predictions, auc_scores, names, self._mode, weight_chunks=weights
+            )
+            resampling = RESAMPLED_GROUPS
+        summary: dict[str, dict[str, Any]] = {}
         for name in names:
             stats = _percentile_summary(values[name], confidence_level)
             if stats is not None:
-                summary[name] = stats
+                summary[name] = {**stats, "resampling": resampling, "n_units": float(n_units)}
         return summary
+
+    @staticmethod
+    def _checked_groups(groups: Any, n_samples: int) -> np.ndarray | None:
+        """Group ids as an ``(n,)`` array, or None; a ``ValueError`` for the wrong shape or gaps."""
+        if groups is None:
+            return None
+        array = to_numpy(groups)
+        if array.ndim != 1 or array.shape[0] != n_samples:
+            raise ValueError(
+                f"groups must hold one group id per sample ({n_samples}), got shape {array.shape}"
+            )
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+            raise ValueError("groups contains non-finite ids; every sample needs a group")
+        if array.dtype.kind == "O" and any(g is None for g in array):
+            raise ValueError("groups contains missing ids (None); every sample needs a group")
+        return array
 
     def bootstrap_evaluate(
         self,
@@ -473,22 +514,33 @@ class ECGEvaluator:
         n_bootstrap: int = DEFAULT_BOOTSTRAP_RESAMPLES,
         confidence_level: float = CONFIDENCE_LEVEL,
         y_scores: np.ndarray | None = None,
-    ) -> dict[str, dict[str, float]]:
+        groups: np.ndarray | None = None,
+    ) -> dict[str, dict[str, Any]]:
         """Percentile bootstrap of every metric that is defined on the full split.
 
-        Resamples come from numpy's global legacy generator, the index matrix
-        ``np.random.choice(n, size=(n_bootstrap, n))`` drawn in row blocks (the
-        same stream), so ``np.random.seed`` makes intervals repeat exactly.
-        Metrics are computed for all resamples of a block at once.
+        Resamples come from numpy's global legacy generator, so
+        ``np.random.seed`` makes intervals repeat exactly. Without ``groups``
+        the index matrix ``np.random.choice(n, size=(n_bootstrap, n))`` is
+        drawn in row blocks (the same stream) and the samples are treated as
+        independent. With ``groups`` (one patient or recording id per sample,
+        compared as strings) whole groups are resampled:
+        ``np.random.choice(G, size=(n_bootstrap, G))`` over the sorted group
+        ids, each drawn group contributing all its samples, which is what a
+        fresh draw of patients would change. Metrics are computed for all
+        resamples of a block at once.
 
         Returns:
-            ``{metric: {"mean", "std", "lower_ci", "upper_ci"}}`` over the
-            resamples where the metric is defined (a resample can lack a class);
-            a metric NaN on the full split, or on every resample, is omitted.
+            ``{metric: {"mean", "std", "lower_ci", "upper_ci", "resampling",
+            "n_units"}}`` over the resamples where the metric is defined (a
+            resample can lack a class); the first four are floats,
+            ``resampling`` is ``"groups"`` or ``"samples (assumed
+            independent)"`` and ``n_units`` the number of groups or samples
+            resampled. A metric NaN on the full split, or on every resample,
+            is omitted.
 
         Raises:
             ValueError: ``n_bootstrap < 1``, ``confidence_level`` outside (0, 1),
-                or any error of :meth:`evaluate`.
+                ``groups`` not one id per sample, or any error of :meth:`evaluate`.
         """
         if (
             isinstance(n_bootstrap, (bool, np.bool_))
@@ -507,7 +559,10 @@ class ECGEvaluator:
         point, predictions = self.evaluate(
             model, test_data, return_predictions=True, y_scores=y_scores
         )
-        return self._bootstrap(predictions, point, int(n_bootstrap), float(confidence_level))
+        group_ids = self._checked_groups(groups, self.y_true.shape[0])
+        return self._bootstrap(
+            predictions, point, int(n_bootstrap), float(confidence_level), group_ids
+        )
 
     def _calibration_rows(
         self, predictions: np.ndarray, calibration_fit: tuple | None
@@ -542,6 +597,7 @@ class ECGEvaluator:
         save_path: str | None = None,
         y_scores: np.ndarray | None = None,
         calibration_fit: tuple | None = None,
+        groups: np.ndarray | None = None,
     ) -> pd.DataFrame:
         """A table of every metric with bootstrap intervals, plus calibration rows.
 
@@ -552,12 +608,16 @@ class ECGEvaluator:
                 split for temperature scaling (never the reported split);
                 holders of probabilities convert them with
                 :func:`~deepecgkit.evaluation.probabilities_to_logits`.
+            groups: one patient or recording id per sample; the bootstrap then
+                resamples groups (see :meth:`bootstrap_evaluate`).
 
         Returns:
             Columns ``Metric``, ``Value`` and, where the bootstrap ran, ``Std``,
-            ``95% CI Lower``, ``95% CI Upper``; calibration rows in
-            ``CALIBRATION_ROW_ORDER`` (undefined entries left out) for
-            classification with floating-point scores.
+            ``95% CI Lower``, ``95% CI Upper``, ``Resampling`` (``"groups"`` or
+            ``"samples (assumed independent)"``) and ``Resampled units``;
+            calibration rows in ``CALIBRATION_ROW_ORDER`` (undefined entries
+            left out, per-label ``temperature_<k>`` after them for a
+            multi-label fit) for classification with floating-point scores.
         """
         if calibration_fit is not None and not (
             isinstance(calibration_fit, tuple) and len(calibration_fit) == _PAIR
@@ -569,10 +629,11 @@ class ECGEvaluator:
         point, predictions = self.evaluate(
             model, test_data, return_predictions=True, y_scores=y_scores
         )
-        intervals: dict[str, dict[str, float]] | None
+        group_ids = self._checked_groups(groups, self.y_true.shape[0])
+        intervals: dict[str, dict[str, Any]] | None
         try:
             intervals = self._bootstrap(
-                predictions, point, DEFAULT_BOOTSTRAP_RESAMPLES, CONFIDENCE_LEVEL
+                predictions, point, DEFAULT_BOOTSTRAP_RESAMPLES, CONFIDENCE_LEVEL, group_ids
             )
         except Exception as exc:  # intervals are optional; the point estimates stand
             logger.warning("bootstrap failed (%s: %s); no intervals", type(exc).__name__, exc)
@@ -585,11 +646,13 @@ class ECGEvaluator:
                 row[STD_COLUMN] = stats.get("std", _NAN)
                 row[LOWER_COLUMN] = stats.get("lower_ci", _NAN)
                 row[UPPER_COLUMN] = stats.get("upper_ci", _NAN)
+                row[RESAMPLING_COLUMN] = stats.get("resampling")
+                row[UNITS_COLUMN] = stats.get("n_units", _NAN)
             rows.append(row)
         rows.extend(self._calibration_rows(predictions, calibration_fit))
         columns = [METRIC_COLUMN, VALUE_COLUMN]
         if intervals is not None:
-            columns += [STD_COLUMN, LOWER_COLUMN, UPPER_COLUMN]
+            columns += [STD_COLUMN, LOWER_COLUMN, UPPER_COLUMN, RESAMPLING_COLUMN, UNITS_COLUMN]
         frame = pd.DataFrame(rows, columns=columns)
         if save_path is not None:
             atomic_write_text(save_path, frame.to_csv(index=False, lineterminator="\n"))

@@ -5,6 +5,14 @@ data: T > 1 softens an overconfident model, T < 1 sharpens an underconfident
 one. It never changes the argmax (nor, for a single logit, the sign), so
 accuracy, F1 and AUC are untouched and only the calibration columns move.
 
+Multi-label outputs get one temperature per label: each label is its own
+sigmoid, and labels differ in how over- or underconfident they are, so one
+shared T would trade one label's calibration against another's. The
+multi-label NLL is a sum of per-label terms, so fitting each label's T on
+its own column minimises it jointly. The ``temperature`` entry of a
+multi-label row is the geometric mean of the per-label temperatures (a
+summary), and ``temperature_<k>`` entries follow with each label's value.
+
 The temperature is always fitted on a split other than the one reported
 (validation, then report on test): reporting on the fitting split would
 flatter it.
@@ -33,6 +41,7 @@ from deepecgkit.evaluation._links import (
     probabilities_to_logits_unchecked,
 )
 from deepecgkit.evaluation._validation import (
+    MATRIX_NDIM,
     as_numeric,
     check_bounds,
     check_finite,
@@ -87,15 +96,32 @@ def _checked_logits(logits: Any, name: str = "logits") -> np.ndarray:
     return array
 
 
+Temperature = float | np.ndarray
+
+
+def _scale(temperature: Any, z: np.ndarray, multilabel: bool) -> float | np.ndarray:
+    """A scalar temperature, or (multi-label only) one finite T > 0 per logit column."""
+    if np.ndim(temperature) == 0:
+        return check_temperature(temperature)
+    values = np.asarray(temperature)
+    if not multilabel or values.ndim != 1 or z.ndim != MATRIX_NDIM or values.shape[0] != z.shape[1]:
+        raise ValueError(
+            "per-label temperatures need multi-label logits (n, K) and one temperature per "
+            f"label; got {values.shape} temperatures for logits of shape {z.shape}"
+        )
+    return np.array([check_temperature(float(t)) for t in values])
+
+
 def apply_temperature(
-    logits: np.ndarray, temperature: float, task: str | None = None
+    logits: np.ndarray, temperature: Temperature, task: str | None = None
 ) -> np.ndarray:
     """Probabilities of ``logits / temperature`` in the trainer's layout.
 
     Args:
         logits: ``(n,)``/``(n, 1)`` single logits, ``(n, C)`` softmax logits or
             ``(n, K)`` multi-label logits.
-        temperature: finite T > 0.
+        temperature: finite T > 0, or for multi-label a ``(K,)`` array of them
+            (label k's logits divided by ``temperature[k]``).
         task: ``TASK_MULTILABEL`` for element-wise sigmoids; anything else (or
             None) follows the logit layout.
 
@@ -103,68 +129,35 @@ def apply_temperature(
         ``(n, 2)`` ``[1 − σ(z), σ(z)]`` for a single logit, ``(n, K)`` sigmoids
         for multi-label, else a ``(n, C)`` row softmax (float64).
     """
-    scale = check_temperature(temperature)
     check_task(task)
-    z = _checked_logits(logits) / scale
-    return logits_to_probabilities(z, task == TASK_MULTILABEL)
+    multilabel = task == TASK_MULTILABEL
+    z = _checked_logits(logits)
+    return logits_to_probabilities(z / _scale(temperature, z, multilabel), multilabel)
 
 
 def temperature_nll(
     logits: np.ndarray,
     y_true: np.ndarray,
-    temperature: float = NEUTRAL_TEMPERATURE,
+    temperature: Temperature = NEUTRAL_TEMPERATURE,
     task: str | None = None,
 ) -> float:
     """Mean negative log-likelihood (nats) of ``y_true`` under ``logits / temperature``.
 
     Multi-label or single-logit inputs use ``mean(logaddexp(0, −s·z))`` with
     ``s = 2y − 1`` over all entries; softmax logits use ``mean(logsumexp(z) −
-    z[i, y_i])``. Log space keeps a saturated logit finite.
+    z[i, y_i])``. Log space keeps a saturated logit finite. Multi-label
+    inputs accept one temperature per label.
     """
-    scale = check_temperature(temperature)
     check_task(task)
     z = _checked_logits(logits)
     multilabel = _is_multilabel(task, as_numeric(y_true, "y_true"))
+    scale = _scale(temperature, z, multilabel)
     y = validate_logit_targets(y_true, z, "y_true", multilabel=multilabel)
     return nll_from_logits(z / scale, y, multilabel)
 
 
-def fit_temperature(
-    logits: np.ndarray,
-    y_true: np.ndarray,
-    task: str | None = None,
-    bounds: tuple[float, float] = DEFAULT_TEMPERATURE_BOUNDS,
-) -> float:
-    """Temperature minimising the NLL of ``y_true`` (fit on validation data).
-
-    A bounded scalar search (``scipy.optimize.minimize_scalar``, method
-    ``"bounded"``, scipy's defaults) rather than gradient descent: the
-    objective is smooth and one-dimensional, and the search is deterministic
-    with nothing to tune.
-
-    Returns:
-        The fitted T. ``NEUTRAL_TEMPERATURE`` with a ``RuntimeWarning`` for an
-        empty split or a failed search. A T within ``BOUND_TOLERANCE`` of a
-        bound is returned with a ``RuntimeWarning`` (the optimum is probably
-        outside the interval, typically a degenerate split such as one class).
-
-    Raises:
-        ValueError: bad bounds or task, mismatched lengths, non-finite values,
-            labels that do not fit the logits.
-    """
-    low, high = check_bounds(bounds)
-    check_task(task)
-    z = as_numeric(logits, "logits").astype(np.float64)
-    if z.shape[0] == 0:
-        warnings.warn(
-            "fit_temperature got an empty split; returning the neutral temperature 1.0",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return NEUTRAL_TEMPERATURE
-    check_finite(z, "logits")
-    multilabel = _is_multilabel(task, as_numeric(y_true, "y_true"))
-    y = validate_logit_targets(y_true, z, "y_true", multilabel=multilabel)
+def _search(z: np.ndarray, y: np.ndarray, multilabel: bool, low: float, high: float) -> float:
+    """One bounded scalar search of the NLL; warns (stack level of the public caller)."""
     result = minimize_scalar(
         lambda t: nll_from_logits(z / t, y, multilabel), bounds=(low, high), method="bounded"
     )
@@ -174,7 +167,7 @@ def fit_temperature(
             f"temperature search failed ({result.message}); returning 1.0 (probabilities "
             "left as they are)",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         return NEUTRAL_TEMPERATURE
     if fitted - low < BOUND_TOLERANCE or high - fitted < BOUND_TOLERANCE:
@@ -183,8 +176,58 @@ def fit_temperature(
             "the true optimum is probably outside them (a degenerate split such as a single "
             "class?)",
             RuntimeWarning,
+            stacklevel=3,
+        )
+    return fitted
+
+
+def fit_temperature(
+    logits: np.ndarray,
+    y_true: np.ndarray,
+    task: str | None = None,
+    bounds: tuple[float, float] = DEFAULT_TEMPERATURE_BOUNDS,
+) -> Temperature:
+    """Temperature minimising the NLL of ``y_true`` (fit on validation data).
+
+    A bounded scalar search (``scipy.optimize.minimize_scalar``, method
+    ``"bounded"``, scipy's defaults) rather than gradient descent: the
+    objective is smooth and one-dimensional, and the search is deterministic
+    with nothing to tune. Multi-label logits ``(n, K)`` get one search per
+    label on that label's column (the NLL is a sum of per-label terms, so
+    this is the joint optimum over K temperatures).
+
+    Returns:
+        The fitted T (float); for multi-label a float64 ``(K,)`` array of
+        per-label temperatures. ``NEUTRAL_TEMPERATURE`` (per label) with a
+        ``RuntimeWarning`` for an empty split or a failed search. A T within
+        ``BOUND_TOLERANCE`` of a bound is returned with a ``RuntimeWarning``
+        (the optimum is probably outside the interval, typically a
+        degenerate split such as one class or a label that never occurs).
+
+    Raises:
+        ValueError: bad bounds or task, mismatched lengths, non-finite values,
+            labels that do not fit the logits.
+    """
+    low, high = check_bounds(bounds)
+    check_task(task)
+    z = as_numeric(logits, "logits").astype(np.float64)
+    multilabel = _is_multilabel(task, as_numeric(y_true, "y_true"))
+    per_label = multilabel and z.ndim == MATRIX_NDIM
+    if z.shape[0] == 0:
+        warnings.warn(
+            "fit_temperature got an empty split; returning the neutral temperature 1.0",
+            RuntimeWarning,
             stacklevel=2,
         )
+        return np.full(z.shape[1], NEUTRAL_TEMPERATURE) if per_label else NEUTRAL_TEMPERATURE
+    check_finite(z, "logits")
+    y = validate_logit_targets(y_true, z, "y_true", multilabel=multilabel)
+    if not per_label:
+        return _search(z, y, multilabel, low, high)
+    labels = y.reshape(z.shape)
+    fitted = np.empty(z.shape[1])
+    for k in range(z.shape[1]):  # one search per label (K is small); no loop over samples
+        fitted[k] = _search(z[:, k], labels[:, k], True, low, high)
     return fitted
 
 
@@ -215,7 +258,8 @@ class TemperatureScaler:
         task: ``TASK_MULTILABEL``, another ``TASK_*`` value, or None (only
             "multi-label or not" matters to the scaling).
         bounds: search interval of the temperature.
-        temperature: ``NEUTRAL_TEMPERATURE`` until fitted.
+        temperature: ``NEUTRAL_TEMPERATURE`` until fitted; after fitting a
+            float, or for multi-label a ``(K,)`` array (one T per label).
         fitted: whether :meth:`fit` has run.
     """
 
@@ -226,7 +270,7 @@ class TemperatureScaler:
     ) -> None:
         self.task = check_task(task)
         self.bounds = check_bounds(bounds)
-        self.temperature = NEUTRAL_TEMPERATURE
+        self.temperature: Temperature = NEUTRAL_TEMPERATURE
         self.fitted = False
 
     def fit(self, logits: np.ndarray, y_true: np.ndarray) -> TemperatureScaler:
@@ -248,9 +292,12 @@ class TemperatureScaler:
         return temperature_nll(logits, y_true, self.temperature, self.task)
 
     def __repr__(self) -> str:
+        shown = ", ".join(f"{t:.6g}" for t in np.atleast_1d(self.temperature))
+        if np.ndim(self.temperature):
+            shown = f"[{shown}]"
         return (
             f"TemperatureScaler(task={self.task!r}, bounds={self.bounds}, "
-            f"temperature={self.temperature:.6g}, fitted={self.fitted})"
+            f"temperature={shown}, fitted={self.fitted})"
         )
 
 
@@ -275,10 +322,13 @@ def calibration_report(
             the NLL before and after scaling, so the two NLLs are comparable.
 
     Returns:
-        Keys in ``CALIBRATION_ROW_ORDER``: ``ece``, ``adaptive_ece``, ``mce``,
-        ``brier``, ``nll``, ``temperature``, the five ``*_temp`` (floats) and
-        ``calibration_bins`` (int). Without a fit pair the six scaled entries
-        are NaN, so a run without validation data still yields a full row.
+        Keys in ``CALIBRATION_ROW_ORDER``: the calibration metrics
+        (``CALIBRATION_METRIC_NAMES``), ``temperature``, their ``*_temp``
+        forms (floats) and ``calibration_bins`` (int). Without a fit pair the
+        temperature and scaled entries are NaN, so a run without validation
+        data still yields a full row. A multi-label row with a fit pair then
+        has ``temperature_<k>`` for each label k, and ``temperature`` is their
+        geometric mean.
 
     Raises:
         ValueError: invalid input, exactly one of the fit pair, or logits whose
@@ -315,12 +365,15 @@ def calibration_report(
     try:
         scaler = TemperatureScaler(task).fit(*fit_pair)
         scaled = calculate_calibration_metrics(inputs.y_true, scaler.transform(logits), bins, task)
-        row["temperature"] = scaler.temperature
+        temperatures = np.atleast_1d(scaler.temperature).astype(np.float64)
+        row["temperature"] = float(np.exp(np.mean(np.log(temperatures))))
         for name in CALIBRATION_METRIC_NAMES:
             row[name + SCALED_SUFFIX] = scaled[name]
         row["nll" + SCALED_SUFFIX] = nll_from_logits(
             logits / scaler.temperature, inputs.y_true, multilabel
         )
+        if np.ndim(scaler.temperature):
+            row.update({f"temperature_{k}": float(t) for k, t in enumerate(temperatures)})
     except Exception as exc:  # the unscaled row is still worth reporting
         logger.warning(
             "temperature scaling failed (%s: %s); reporting unscaled calibration only",

@@ -426,16 +426,20 @@ def write_run_report(
     mode = AVERAGE_MACRO if multilabel else resolve_average(inputs.y_true, average, n_columns)
     row = _classification_row(model, dataset, inputs.y_true, inputs.y_prob, task, mode)
     fit_targets, fit_logits = (val_parts[0], val_parts[1]) if val_parts else (None, None)
-    row.update(
-        calibration_report(
-            inputs.y_true,
-            inputs.y_prob,
-            n_bins=bins,
-            fit_targets=fit_targets,
-            fit_logits=fit_logits,
-            eval_logits=logit_array,
-        )
+    calibration = calibration_report(
+        inputs.y_true,
+        inputs.y_prob,
+        n_bins=bins,
+        fit_targets=fit_targets,
+        fit_logits=fit_logits,
+        eval_logits=logit_array,
     )
+    row.update(calibration)
+    label_temperatures = [
+        calibration[f"temperature_{k}"]
+        for k in range(n_columns)
+        if multilabel and f"temperature_{k}" in calibration
+    ]
     if not multilabel:
         row["average"] = mode
     columns = MULTI_LABEL_COLUMNS if multilabel else SINGLE_LABEL_COLUMNS
@@ -469,6 +473,9 @@ def write_run_report(
         "calibration_bins": bins,
         "average": AVERAGING_MACRO_LABEL if multilabel else mode,
     }
+    if label_temperatures:
+        # One temperature per label; the metrics row's ``temperature`` is their geometric mean.
+        computed["label_temperatures"] = label_temperatures
     returncode = int(meta.get("returncode", 0))
     atomic_write_text(
         directory / METADATA_FILENAME,

@@ -59,6 +59,7 @@ from deepecgkit.evaluation.calibration import (  # noqa: E402
     TOP_LABEL_CLASS,
     ece_from_reliability,
     reliability_bins,
+    resolve_task_shape,
 )
 from deepecgkit.evaluation.constants import (  # noqa: E402
     BINNING_QUANTILE,
@@ -66,6 +67,7 @@ from deepecgkit.evaluation.constants import (  # noqa: E402
     DEFAULT_CALIBRATION_BINS,
     DEFAULT_PROBE_METRIC,
     FIGURE_DPI,
+    TASK_BINARY,
 )
 from deepecgkit.evaluation.report import atomic_write_bytes  # noqa: E402
 
@@ -375,28 +377,40 @@ def plot_reliability_diagram(
     title: str = "Reliability Diagram",
     save_path: str | None = None,
     formats: tuple[str, ...] = ("png", "pdf"),
+    classwise: bool | None = None,
 ) -> pd.DataFrame:
     """Reliability diagram (accuracy against confidence) above the bin-share histogram.
 
     Args:
         y_true, y_prob, n_bins, task, strategy: as for
             :func:`~deepecgkit.evaluation.calibration.reliability_bins`.
-        class_names: label names of a multi-label diagram (one line per label).
-        title: figure title; ``ECE = x.xxxx (<n_bins> bins)`` is appended,
-            computed from the returned table.
+        class_names: label names of a multi-label or class-wise diagram (one
+            line per label or class).
+        title: figure title; ``ECE = x.xxxx (<n_bins> bins)`` (or
+            ``class-wise ECE = ...``) is appended, computed from the returned table.
         save_path: base path; one file per format at ``Path(save_path).with_suffix("." + fmt)``.
         formats: file formats written when saving (default PNG and PDF).
+        classwise: draw ``p_k`` against the fraction of class k per class
+            (Kull et al. 2019). None (default): class-wise for binary tasks,
+            which gives the positive-class diagram (the top-label diagram
+            folds a binary task at 0.5 and can hide a shift of every
+            probability), top label otherwise.
 
     Returns:
         The :func:`reliability_bins` table the figure was drawn from.
     """
     check_task(task)
-    table = reliability_bins(y_true, y_prob, n_bins=n_bins, strategy=strategy, task=task)
+    if classwise is None:
+        classwise = resolve_task_shape(y_true, y_prob, task) == TASK_BINARY
+    table = reliability_bins(
+        y_true, y_prob, n_bins=n_bins, strategy=strategy, task=task, classwise=classwise
+    )
+    name = "class-wise ECE" if classwise else "ECE"
     with _figure(
         nrows=2, ncols=1, sharex=True, figsize=(6, 7), gridspec_kw={"height_ratios": (3, 1)}
     ) as (fig, (upper, lower)):
         _draw_reliability_panels(table, strategy, n_bins, class_names, upper, lower)
-        fig.suptitle(f"{title}: ECE = {ece_from_reliability(table):.4f} ({n_bins} bins)")
+        fig.suptitle(f"{title}: {name} = {ece_from_reliability(table):.4f} ({n_bins} bins)")
         if save_path is None:
             finalize_figure(None, fig)
             return table

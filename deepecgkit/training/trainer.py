@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import nn
 from tqdm.auto import tqdm
@@ -500,6 +501,69 @@ class ECGTrainer:
                 hits, count = self._correct(out, y)
                 result["test_acc"] = hits / count
         return result
+
+    def test_report(
+        self,
+        data_module: Any,
+        *,
+        metrics: list[str] | None = None,
+        save_path: str | Path | None = None,
+        calibration_bins: int | None = None,
+    ) -> pd.DataFrame:
+        """The evaluator's report on the test split, with intervals that resample patients.
+
+        Runs the model on the test split (stored as by :meth:`test`) and
+        calls :meth:`ECGEvaluator.generate_report
+        <deepecgkit.evaluation.ECGEvaluator.generate_report>` with the data
+        module's test group ids (``split_groups_of("test")``: the patient or
+        recording of each segment), so the bootstrap resamples groups; a
+        module without group ids gives a report whose ``Resampling`` column
+        says the samples were assumed independent. Temperature scaling is
+        fitted on the validation split when the module has one.
+
+        Args:
+            data_module: the module :meth:`fit` used.
+            metrics: evaluator metric names (default: the evaluator's).
+            save_path: also write the report there as CSV.
+            calibration_bins: bins of the calibration rows (default: the evaluator's).
+
+        Returns:
+            The report frame of ``generate_report``.
+
+        Raises:
+            ValueError: a regression trainer, or an empty test split.
+        """
+        from deepecgkit.evaluation.evaluator import ECGEvaluator
+
+        if self.task_type != TASK_TYPE_CLASSIFICATION:
+            raise ValueError("test_report scores classifiers; this trainer does regression")
+        test = self.predict_split(data_module, "test")
+        self._test_output = test
+        if test.logits.shape[0] == 0:
+            raise ValueError("the test split is empty")
+        options: dict[str, Any] = {"metrics": metrics, "device": str(self.device)}
+        if calibration_bins is not None:
+            options["calibration_bins"] = calibration_bins
+        evaluator = ECGEvaluator(**options)
+        calibration_fit = None
+        try:
+            val = self.predict_split(data_module, "val")
+        except (AttributeError, ValueError):
+            val = None
+        if val is not None and val.logits.shape[0]:
+            calibration_fit = (self._report_targets(val.targets), val.logits)
+        return evaluator.generate_report(
+            test.predictions,
+            self._report_targets(test.targets),
+            save_path=None if save_path is None else str(save_path),
+            y_scores=test.probabilities,
+            calibration_fit=calibration_fit,
+            groups=test.groups,
+        )
+
+    def _report_targets(self, targets: np.ndarray) -> np.ndarray:
+        """Targets as the evaluator reads them: integer classes, 0/1 multi-hot integers."""
+        return np.asarray(targets).astype(np.int64)
 
     def get_test_results(self) -> tuple[Any, Any, Any]:
         """``(predictions, targets, probabilities)`` of the last :meth:`test`, or Nones."""

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from deepecg_assets.definitions import defs
+from deepecgkit.analysis.constants import REPORT_PAIRED_METRICS
 from deepecgkit.evaluation.report import write_failed_run_report, write_run_report
 
 N_SAMPLES, N_GROUPS = 120, 40
@@ -61,7 +62,8 @@ def test_statistical_report_asset(prediction_platform) -> None:
     metadata = result.get_asset_materialization_events()[0].materialization.metadata
     assert metadata["included_runs"].value == 4
     assert metadata["exclusion_reasons"].value == {"failed_run": 1}
-    assert metadata["paired_comparison_rows"].value == 2 * 8, "2 seeds x 8 paired metrics"
+    paired = 2 * len(REPORT_PAIRED_METRICS)
+    assert metadata["paired_comparison_rows"].value == paired, "2 seeds x the paired metrics"
     report = prediction_platform.output / "report"
     assert (report / "manifest.json").is_file()
     assert "failed_run" in (report / "exclusions.csv").read_text()

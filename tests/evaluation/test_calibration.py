@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
+from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss, log_loss
 
 from deepecgkit.evaluation import (
@@ -18,6 +19,8 @@ from deepecgkit.evaluation import (
     adaptive_calibration_error,
     brier_score,
     calculate_calibration_metrics,
+    classwise_calibration_error,
+    debiased_calibration_error,
     expected_calibration_error,
     maximum_calibration_error,
     reliability_bins,
@@ -39,9 +42,9 @@ def loop_bins(confidence, correct, n_bins):
     return members
 
 
-def loop_ece_mce(confidence, correct, n_bins):
+def loop_ece_mce(confidence, correct, n_bins, min_bin_count=1):
     n = len(confidence)
-    ece, mce = 0.0, 0.0
+    ece, mce = 0.0, math.nan
     for members in loop_bins(confidence, correct, n_bins):
         if members:
             gap = abs(
@@ -49,8 +52,26 @@ def loop_ece_mce(confidence, correct, n_bins):
                 - sum(c for c, _ in members) / len(members)
             )
             ece += len(members) / n * gap
-            mce = max(mce, gap)
+            if len(members) >= min_bin_count:
+                mce = gap if math.isnan(mce) else max(mce, gap)
     return ece, mce
+
+
+def loop_classwise_ece(y, prob, n_bins, multilabel=False):
+    """Kull et al. (2019) class-wise ECE by loops: binary scores class 1, others every class."""
+    prob = np.asarray(prob)
+    if prob.ndim == 1:
+        prob = np.column_stack([1 - prob, prob])
+    if multilabel:
+        classes = range(prob.shape[1])
+    else:
+        classes = [1] if prob.shape[1] == 2 else range(prob.shape[1])
+    values = []
+    for k in classes:
+        p_k = prob[:, k].tolist()
+        hit = (y[:, k] if multilabel else (np.asarray(y) == k)).astype(float).tolist()
+        values.append(loop_ece_mce(p_k, hit, n_bins)[0])
+    return sum(values) / len(values)
 
 
 def loop_adaptive_ece(confidence, correct, n_bins):
@@ -84,8 +105,12 @@ def test_ece_and_mce_equal_loop_reference(multiclass, binary, n_bins):
         assert expected_calibration_error(split.y, split.prob, n_bins) == pytest.approx(
             ece, abs=1e-12
         )
+        assert maximum_calibration_error(
+            split.y, split.prob, n_bins, min_bin_count=1
+        ) == pytest.approx(mce, abs=1e-12)
+        supported = loop_ece_mce(conf, correct, n_bins, min_bin_count=25)[1]
         assert maximum_calibration_error(split.y, split.prob, n_bins) == pytest.approx(
-            mce, abs=1e-12
+            supported, abs=1e-12, nan_ok=True
         )
         adaptive = loop_adaptive_ece(conf, correct, n_bins)
         assert adaptive_calibration_error(split.y, split.prob, n_bins) == pytest.approx(
@@ -111,7 +136,10 @@ def test_ece_equals_torchmetrics(multiclass, binary):
         assert split.prob.max() < 1.0  # torchmetrics gives 1.0 a bin of its own
         preds = torch.tensor(split.prob, dtype=torch.float64)
         target = torch.tensor(split.y)
-        for norm, ours in (("l1", expected_calibration_error), ("max", maximum_calibration_error)):
+        for norm, ours in (
+            ("l1", expected_calibration_error),
+            ("max", lambda y, p, m: maximum_calibration_error(y, p, m, min_bin_count=1)),
+        ):
             reference = float(
                 multiclass_calibration_error(preds, target, n_classes, n_bins=15, norm=norm)
             )
@@ -142,7 +170,7 @@ def test_property_mce_bounds_ece_and_loop_agrees(data, n, n_classes, n_bins):
     prob = raw / raw.sum(axis=1, keepdims=True)
     y = data.draw(arrays(np.int64, n, elements=st.integers(0, n_classes - 1)))
     ece = expected_calibration_error(y, prob, n_bins)
-    mce = maximum_calibration_error(y, prob, n_bins)
+    mce = maximum_calibration_error(y, prob, n_bins, min_bin_count=1)
     assert 0.0 <= ece <= mce + 1e-15 <= 1.0 + 1e-15
     conf, correct = top_label(y, prob)
     assert ece == pytest.approx(loop_ece_mce(conf, correct, n_bins)[0], abs=1e-12)
@@ -214,10 +242,130 @@ def test_nll_equals_log_loss(binary, multiclass, multilabel):
 
 def test_calculate_calibration_metrics_shape(multiclass):
     result = calculate_calibration_metrics(multiclass.y, multiclass.prob, n_bins=7)
-    assert list(result) == ["n_bins", "task", "ece", "adaptive_ece", "mce", "brier", "nll"]
+    names = [
+        "ece", "adaptive_ece", "mce", "brier", "nll", "classwise_ece", "ece_debiased",
+        "classwise_ece_debiased",
+    ]  # fmt: skip
+    assert list(result) == ["n_bins", "task", *names, "per_class_classwise_ece"]
     assert result["n_bins"] == 7 and result["task"] == TASK_MULTICLASS
     assert result["ece"] == expected_calibration_error(multiclass.y, multiclass.prob, 7)
-    assert all(type(result[k]) is float for k in ("ece", "adaptive_ece", "mce", "brier", "nll"))
+    assert result["classwise_ece"] == classwise_calibration_error(multiclass.y, multiclass.prob, 7)
+    assert result["ece_debiased"] == debiased_calibration_error(multiclass.y, multiclass.prob, 7)
+    assert result["classwise_ece_debiased"] == debiased_calibration_error(
+        multiclass.y, multiclass.prob, 7, classwise=True
+    )
+    assert all(type(result[k]) is float for k in names)
+    assert result["per_class_classwise_ece"].shape == (4,)
+    assert np.mean(result["per_class_classwise_ece"]) == pytest.approx(result["classwise_ece"])
+
+
+# --- class-wise ECE, debiased ECE, MCE support ----------------------------------------------
+
+
+@pytest.mark.parametrize("n_bins", [1, 4, 15])
+def test_classwise_ece_equals_loop_reference(multiclass, binary, multilabel, n_bins):
+    for split, flag in ((multiclass, False), (binary, False), (multilabel, True)):
+        expected = loop_classwise_ece(split.y, split.prob, n_bins, multilabel=flag)
+        assert classwise_calibration_error(split.y, split.prob, n_bins) == pytest.approx(
+            expected, abs=1e-12
+        )
+    # The 1-D binary layout scores the same positive class.
+    assert classwise_calibration_error(binary.y, binary.prob[:, 1], n_bins) == pytest.approx(
+        loop_classwise_ece(binary.y, binary.prob, n_bins), abs=1e-12
+    )
+
+
+def test_classwise_ece_equals_scikit_learn_calibration_curve(multiclass):
+    # sklearn's calibration_curve gives each non-empty bin's fraction of positives and mean
+    # probability (its bins are closed on the right, ours on the left: the same for
+    # continuous probabilities); np.histogram gives the bin counts.
+    n_bins, values = 10, []
+    for k in range(4):
+        hit = (multiclass.y == k).astype(int)
+        prob_true, prob_pred = calibration_curve(hit, multiclass.prob[:, k], n_bins=n_bins)
+        counts, _ = np.histogram(multiclass.prob[:, k], bins=np.linspace(0, 1, n_bins + 1))
+        counts = counts[counts > 0]
+        values.append(np.sum(counts / counts.sum() * np.abs(prob_true - prob_pred)))
+    assert classwise_calibration_error(multiclass.y, multiclass.prob, n_bins) == pytest.approx(
+        np.mean(values), abs=1e-12
+    )
+
+
+def test_classwise_ece_sees_the_shift_that_the_top_label_folds_away():
+    # P(y = 1 | p) = p + 0.1 everywhere: every probability is 0.1 too low.
+    rng = np.random.default_rng(7)
+    p = rng.uniform(0.0, 0.9, 50_000)
+    y = (rng.random(p.size) < p + 0.1).astype(int)
+    result = calculate_calibration_metrics(y, p)
+    assert result["ece"] < 0.03 and result["adaptive_ece"] < 0.03
+    assert result["classwise_ece"] == pytest.approx(0.1, abs=0.01)
+    # Multi-label, two of three labels shifted: the folded mean hides it, class-wise does not.
+    probs = rng.uniform(0.0, 0.9, (50_000, 3))
+    shift = np.array([0.1, 0.1, 0.0])
+    labels = (rng.random(probs.shape) < probs + shift).astype(int)
+    result = calculate_calibration_metrics(labels, probs, task=TASK_MULTILABEL)
+    assert result["ece"] < 0.03
+    assert result["classwise_ece"] == pytest.approx(0.2 / 3, abs=0.01)
+    np.testing.assert_allclose(result["per_class_classwise_ece"], [0.1, 0.1, 0.0], atol=0.01)
+
+
+def test_classwise_reliability_rows_give_the_classwise_ece(binary, multiclass):
+    table = reliability_bins(binary.y, binary.prob, n_bins=10, classwise=True)
+    assert (table["class"] == 1).all() and len(table) == 10
+    assert table["lower"].tolist()[0] == 0.0 and table["count"].sum() == 300
+    populated = table[table["count"] > 0]
+    value = (populated["count"] / 300 * populated["gap"].abs()).sum()
+    assert value == pytest.approx(classwise_calibration_error(binary.y, binary.prob, 10))
+    table = reliability_bins(multiclass.y, multiclass.prob, n_bins=5, classwise=True)
+    assert table["class"].tolist() == [0] * 5 + [1] * 5 + [2] * 5 + [3] * 5
+
+
+def test_debiased_ece_removes_much_of_the_small_sample_bias():
+    # 300 calibrated test sets of 100 samples: y ~ Bernoulli(p). The population ECE is 0;
+    # the plug-in ECE reads about 0.09. With SD about 0.03 over 300 sets the Monte Carlo
+    # error of each mean is about 0.002.
+    rng = np.random.default_rng(11)
+    plug_in, debiased = [], []
+    for _ in range(300):
+        p = rng.uniform(0.0, 1.0, 100)
+        y = (rng.random(100) < p).astype(int)
+        plug_in.append(expected_calibration_error(y, p))
+        debiased.append(debiased_calibration_error(y, p))
+    assert np.mean(plug_in) == pytest.approx(0.088, abs=0.01)
+    assert np.mean(debiased) < 0.7 * np.mean(plug_in)
+    # Miscalibrated by 0.1 with many samples per bin: the correction fades and both read
+    # the population ECE of 0.1 (at gaps of one to two bin standard errors the correction
+    # overshoots slightly, by about 0.005 at n = 1,000; docs/statistics.md).
+    p = rng.uniform(0.0, 0.9, 50_000)
+    y = (rng.random(p.size) < p + 0.1).astype(int)
+    plug_in = classwise_calibration_error(y, p)
+    debiased = debiased_calibration_error(y, p, classwise=True)
+    assert plug_in == pytest.approx(0.1, abs=0.005)
+    assert debiased == pytest.approx(plug_in, abs=0.002)
+
+
+def test_debiased_ece_is_deterministic_and_has_no_correction_without_spread():
+    y = np.array([1, 1, 0, 0])
+    p = np.array([0.95, 0.95, 0.05, 0.05])  # every bin's frequency is 0 or 1
+    assert debiased_calibration_error(y, p, 10) == pytest.approx(
+        expected_calibration_error(y, p, 10), abs=1e-15
+    )
+    rng = np.random.default_rng(2)
+    q = rng.uniform(size=50)
+    z = (rng.random(50) < q).astype(int)
+    assert debiased_calibration_error(z, q) == debiased_calibration_error(z, q)
+
+
+def test_mce_needs_support_per_bin():
+    # 40 perfectly calibrated samples at 0.85 and one wrong sample at 0.05: the lone sample's
+    # gap of 0.95 is MCE without a minimum, ignored with one.
+    y = np.r_[np.ones(34), np.zeros(6), [1]].astype(int)
+    p = np.r_[np.full(40, 0.85), [0.05]]
+    assert maximum_calibration_error(y, p, 10, min_bin_count=1) == pytest.approx(0.95)
+    assert maximum_calibration_error(y, p, 10) == pytest.approx(0.0, abs=1e-12)
+    assert math.isnan(maximum_calibration_error(y, p, 10, min_bin_count=41))
+    with pytest.raises(ValueError, match="min_bin_count"):
+        maximum_calibration_error(y, p, 10, min_bin_count=0)
 
 
 # --- task shape --------------------------------------------------------------------------

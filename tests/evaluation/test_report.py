@@ -215,6 +215,35 @@ def test_multilabel_run_directory(tmp_path, multilabel):
     assert meta["average"] == AVERAGING_MACRO_LABEL and meta["task"] == "multilabel"
 
 
+def test_calibration_columns_in_the_metrics_file(tmp_path, binary, multilabel, draw, rng):
+    from deepecgkit.evaluation.calibration import calculate_calibration_metrics
+
+    run = tmp_path / "binary"
+    row = write_run_report(run, "m", "d", binary.y, binary.prob, logits=binary.logits)
+    written = pd.read_csv(run / "classification_metrics.csv").iloc[0]
+    expected = calculate_calibration_metrics(binary.y, binary.prob)
+    for name in ("classwise_ece", "ece_debiased", "classwise_ece_debiased"):
+        assert written[name] == pytest.approx(expected[name], abs=1e-15) == row[name]
+    # Read back through the analysis: the new columns are part of the metric schema.
+    assert read_run_metrics(run).metrics["classwise_ece"] == pytest.approx(row["classwise_ece"])
+    # Multi-label with a validation split: one temperature per label, in the metadata.
+    val = draw.multilabel(rng, 300, 3, scale=2.0)
+    row = write_run_report(
+        tmp_path / "multi",
+        "m",
+        "d",
+        multilabel.y,
+        multilabel.prob,
+        val=(val.y, val.logits),
+        metadata={"seed": 1},
+    )
+    meta = read_json(tmp_path / "multi" / "run_metadata.json")
+    assert len(meta["label_temperatures"]) == 3
+    geometric = float(np.exp(np.mean(np.log(meta["label_temperatures"]))))
+    assert row["temperature"] == pytest.approx(geometric)
+    assert math.isfinite(row["classwise_ece_temp"])
+
+
 def test_stale_validation_file_is_removed(tmp_path, multiclass, draw, rng):
     val = draw.multiclass(rng, 50, 4)
     run = tmp_path / "run_seed1"

@@ -153,8 +153,22 @@ def test_reliability_diagram_png_and_pdf(tmp_path, multiclass):
     assert (again / "rel.pdf").read_bytes() == pdf
 
 
-def test_reliability_diagram_breaks_at_empty_bins_and_titles_ece(binary):
+def test_binary_reliability_diagram_is_the_positive_class_diagram(binary):
+    from deepecgkit.evaluation import classwise_calibration_error
+
     table = plot_reliability_diagram(binary.y, binary.prob, n_bins=10)
+    fig = plt.gcf()
+    pd.testing.assert_frame_equal(
+        table, reliability_bins(binary.y, binary.prob, 10, classwise=True)
+    )
+    assert (table["class"] == 1).all() and table["count"].sum() == binary.y.size
+    value = classwise_calibration_error(binary.y, binary.prob, 10)
+    assert f"class-wise ECE = {value:.4f} (10 bins)" in fig._suptitle.get_text()
+    plt.close(fig)
+
+
+def test_reliability_diagram_breaks_at_empty_bins_and_titles_ece(binary):
+    table = plot_reliability_diagram(binary.y, binary.prob, n_bins=10, classwise=False)
     fig = plt.gcf()
     upper = fig.axes[0]
     model_line = next(line for line in upper.lines if line.get_label() == "Model")

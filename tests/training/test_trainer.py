@@ -158,3 +158,56 @@ def test_load_checkpoint_rejects_mismatched_weights(tmp_path: Path) -> None:
     assert torch.load(path, weights_only=True)["task"] == "binary"
     with pytest.raises(ValueError, match="does not fit model"):
         ECGTrainer.load_checkpoint(path, model=ResNet1D(1, 1), device="cpu")
+
+
+# One epoch on tiny splits: temperatures at the search bounds are expected and warned about.
+@pytest.mark.filterwarnings("ignore:fitted temperature:RuntimeWarning")
+@pytest.mark.parametrize(
+    ("task", "outputs", "config"), [("binary", 1, None), ("multilabel", 5, MULTI_LABEL)]
+)
+def test_test_report_resamples_the_modules_patients(
+    task: str, outputs: int, config: dict | None, request, tmp_path: Path
+) -> None:
+    from deepecgkit.evaluation import ECGEvaluator
+
+    module: ECGDataModule = request.getfixturevalue(f"{task}_module")
+    trainer = _trainer(outputs, config)
+    trainer.fit(module, epochs=1, progress_bar=False)
+    np.random.seed(4)  # noqa: NPY002
+    report = trainer.test_report(module, save_path=tmp_path / "report.csv")
+    n_groups = module.split_info()["n_test_groups"]
+    rows = report[report["Resampling"].notna()]
+    assert len(rows) == 5 and set(rows["Resampling"]) == {"groups"}
+    assert set(rows["Resampled units"]) == {float(n_groups)}
+    assert "temperature" in set(report["Metric"])  # fitted on the validation split
+    assert (tmp_path / "report.csv").is_file()
+    # The same numbers as the evaluator called by hand with the module's group ids.
+    out, val = trainer.predict_split(module, "test"), trainer.predict_split(module, "val")
+    np.random.seed(4)  # noqa: NPY002
+    expected = ECGEvaluator(device="cpu").generate_report(
+        out.predictions,
+        out.targets.astype(np.int64),
+        y_scores=out.probabilities,
+        calibration_fit=(val.targets.astype(np.int64), val.logits),
+        groups=module.split_groups_of("test"),
+    )
+    pd.testing.assert_frame_equal(report, expected)
+
+
+@pytest.mark.filterwarnings("ignore:fitted temperature:RuntimeWarning")
+def test_test_report_without_group_ids_says_samples_were_independent(
+    binary_module: ECGDataModule,
+) -> None:
+    class Loaders:
+        """A module with loaders only: no split order, no group ids."""
+
+        def val_dataloader(self):
+            return binary_module.val_dataloader()
+
+        def test_dataloader(self):
+            return binary_module.test_dataloader()
+
+    trainer = _trainer(1)
+    report = trainer.test_report(Loaders())
+    assert set(report["Resampling"].dropna()) == {"samples (assumed independent)"}
+    assert set(report["Resampled units"].dropna()) == {float(binary_module.split_info()["n_test"])}

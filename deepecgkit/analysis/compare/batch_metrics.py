@@ -24,7 +24,8 @@ weight zero). Directions (higher or lower is better) are the caller's
 concern; see :data:`METRIC_DIRECTIONS`.
 
 References: Guo et al. (2017), *On Calibration of Modern Neural Networks*
-(ECE); Brier (1950) (multi-class Brier score, range [0, 2]).
+(ECE); Kull et al. (2019), *Beyond temperature scaling* (class-wise ECE);
+Brier (1950) (multi-class Brier score, range [0, 2]).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ INTERVAL_METRICS = (
     "brier",
     "nll",
     "ece",
+    "classwise_ece",
     "recall_<k>",
     "mean_normalized_entropy",
     "class_coverage",
@@ -82,6 +84,7 @@ METRIC_DIRECTIONS: dict[str, str] = {
     "brier": _LOWER,
     "nll": _LOWER,
     "ece": _LOWER,
+    "classwise_ece": _LOWER,
     "mean_normalized_entropy": _NONE,
     "class_coverage": _NONE,
     "max_predicted_class_fraction": _NONE,
@@ -91,6 +94,8 @@ METRIC_DIRECTIONS: dict[str, str] = {
 
 _RECALL_PATTERN = re.compile(r"recall_(\d+)")
 _HALF = 0.5
+#: A two-class problem is scored on its positive class by the class-wise ECE.
+_TWO_CLASSES = 2
 
 
 class BatchMetric(Protocol):
@@ -246,6 +251,32 @@ def _prepare_ece(y: np.ndarray, prob: np.ndarray, bins: int) -> Evaluator:
     return evaluate
 
 
+def classwise_classes(n_classes: int) -> list[int]:
+    """Classes scored by the class-wise ECE: class 1 of a two-class problem, else every class."""
+    return [1] if n_classes == _TWO_CLASSES else list(range(n_classes))
+
+
+def _prepare_classwise_ece(y: np.ndarray, prob: np.ndarray, bins: int) -> Evaluator:
+    # Kull et al. (2019): per scored class k, equal-width bins of p_k (not folded at
+    # 0.5), sum_b |#(y = k)_b - sum(p_k)_b| / N; the mean over scored classes. All
+    # classes' bin sums are columns of one matrix product.
+    classes = classwise_classes(prob.shape[1])
+    blocks = []
+    for k in classes:
+        membership = _one_hot(calibration_bin(prob[:, k], bins), bins)
+        blocks.extend([membership * (y == k)[:, None], membership * prob[:, k][:, None]])
+    columns = _with_units(*blocks)
+    n_scored = len(classes)
+
+    def evaluate(weights: np.ndarray) -> np.ndarray:
+        sums = weights @ columns
+        per_class = sums[:, :-1].reshape(weights.shape[0], n_scored, 2, bins)
+        gaps = np.abs(per_class[:, :, 0, :] - per_class[:, :, 1, :]).sum(axis=(1, 2))
+        return _ratio(gaps, sums[:, -1] * n_scored)
+
+    return evaluate
+
+
 def _prepare_class_coverage(y: np.ndarray, prob: np.ndarray, bins: int) -> Evaluator:
     pred, _ = _predictions(prob)
     n_classes = prob.shape[1]
@@ -380,6 +411,7 @@ _PREPARERS: dict[str, Callable[[np.ndarray, np.ndarray, int], Evaluator]] = {
     "brier": _prepare_brier,
     "nll": _prepare_nll,
     "ece": _prepare_ece,
+    "classwise_ece": _prepare_classwise_ece,
     "mean_normalized_entropy": _prepare_entropy,
     "class_coverage": _prepare_class_coverage,
     "max_predicted_class_fraction": _prepare_max_fraction,
@@ -454,9 +486,9 @@ def batch_metric(name: str, *, bins: int = DEFAULT_CALIBRATION_BINS) -> BatchMet
     Args:
         name: one of ``accuracy``, ``balanced_accuracy``, ``macro_f1``,
             ``auroc``, ``macro_auprc``, ``brier``, ``nll``, ``ece``,
-            ``recall_<k>`` (class index ``k``), ``mean_normalized_entropy``,
+            ``classwise_ece``, ``recall_<k>`` (class index ``k``), ``mean_normalized_entropy``,
             ``class_coverage``, ``max_predicted_class_fraction``.
-        bins: equal-width confidence bins on [0, 1], used by ``ece`` only
+        bins: equal-width confidence bins on [0, 1], used by ``ece`` and ``classwise_ece`` only
             (default ``DEFAULT_CALIBRATION_BINS``; the report passes its own).
 
     Returns:

@@ -11,10 +11,22 @@ configuration.
 Choices (comparisons.md §3): resampling is stratified by group label by
 default, because the test set's class mix is a design choice, not a random
 quantity, and keeping each class's group count fixed keeps AUROC defined in
-every resample; the interval is the percentile interval (no normality
-assumption, respects the metric's range; BCa would need a jackknife over
-groups for a modest gain at 1,000 resamples); resamples where a metric is
-undefined are dropped and counted.
+every resample; resamples where a metric is undefined are dropped and
+counted.
+
+The interval is the expanded percentile interval (Hesterberg 2015; see
+:mod:`~deepecgkit.analysis.compare.resampling`) with ``n`` the smallest
+stratum's group count (stratified) or the group count (unstratified): the
+percentile interval is too narrow at few groups, and the stratum that holds
+the fewest groups limits how well a resample mimics a fresh draw of
+patients. Below ``MIN_BOOTSTRAP_GROUPS`` groups, or with a class present in
+fewer than ``MIN_BOOTSTRAP_GROUPS_PER_CLASS`` groups, no interval is drawn:
+the point estimate is returned with a NaN interval and the reason. Both
+choices come from the coverage simulation of
+``benchmarks/bench_interval_coverage.py`` (docs/benchmarks.md), where the
+percentile interval covers 0.6-0.8 at 10 groups and BCa undercovers the
+accuracy difference (its jackknife acceleration is erratic for a statistic
+that moves in steps of one group).
 
 Sign convention: ``difference = metric(a) - metric(b)``, positive when
 ``a``'s number is larger, whatever the metric's direction.
@@ -37,40 +49,58 @@ from deepecgkit.analysis.compare.groups import (
     validate_predictions,
 )
 from deepecgkit.analysis.compare.resampling import (
+    bootstrap_interval,
     check_bootstrap_settings,
+    check_interval_method,
     draw_counts,
     evaluate_metric,
-    percentile_interval,
+    expanded_p_value,
     resolve_metric,
 )
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
     DEFAULT_BOOTSTRAP_SEED,
     DEFAULT_N_RESAMPLES,
-    MIN_TEST_GROUPS,
+    INTERVAL_EXPANDED_PERCENTILE,
+    INTERVAL_PERCENTILE,
+    MIN_BOOTSTRAP_GROUPS,
+    MIN_BOOTSTRAP_GROUPS_PER_CLASS,
 )
 
 __all__ = [
+    "NO_VALID_RESAMPLE",
+    "TOO_FEW_GROUPS",
+    "TOO_FEW_GROUPS_IN_CLASS",
     "BootstrapDifference",
     "BootstrapInterval",
+    "GroupDraws",
     "cluster_bootstrap_difference",
     "cluster_bootstrap_metric",
     "difference_from_grouped",
     "difference_statistics",
     "draw_for",
+    "expansion_units",
     "interval_from_grouped",
+    "interval_refusal",
 ]
 
 _NAN = math.nan
+#: Reason codes of a missing interval (the first word of ``no_interval_reason``).
+TOO_FEW_GROUPS = "too_few_groups"
+TOO_FEW_GROUPS_IN_CLASS = "too_few_groups_in_class"
+NO_VALID_RESAMPLE = "no_valid_resample"
+#: A stratum redrawn with any spread holds at least two groups.
+_MIN_STRATUM_SPREAD = 2
 
 
 @dataclass(frozen=True)
 class BootstrapInterval:
-    """Percentile bootstrap interval of one run's group-level metric.
+    """Group-bootstrap interval of one run's group-level metric.
 
     ``values`` holds the finite resample values in resample order; the
-    interval fields are NaN when no resample was drawn (fewer groups than
-    ``min_groups``) or none was valid.
+    interval fields are NaN when no resample was drawn (too few groups
+    overall or in a class) or none was valid, and ``no_interval_reason``
+    then says which (None when there is an interval).
     """
 
     metric: str
@@ -84,6 +114,8 @@ class BootstrapInterval:
     confidence_level: float
     seed: int
     stratified: bool
+    interval_method: str
+    no_interval_reason: str | None
     values: np.ndarray = field(repr=False)
 
 
@@ -92,8 +124,10 @@ class BootstrapDifference:
     """Paired group bootstrap of ``metric(a) - metric(b)``.
 
     ``differences`` holds the valid ``d_r`` in resample order. ``p_value`` is
-    two-sided, ``prob_a_larger`` / ``prob_a_smaller`` the shares of valid
-    resamples with ``d_r > 0`` / ``d_r < 0`` (exact zeros count in neither).
+    two-sided and matches the interval method (see
+    :func:`difference_statistics`), ``prob_a_larger`` / ``prob_a_smaller``
+    the shares of valid resamples with ``d_r > 0`` / ``d_r < 0`` (exact zeros
+    count in neither). ``no_interval_reason`` as in :class:`BootstrapInterval`.
     """
 
     metric: str
@@ -112,25 +146,53 @@ class BootstrapDifference:
     confidence_level: float
     seed: int
     stratified: bool
+    interval_method: str
+    no_interval_reason: str | None
     differences: np.ndarray = field(repr=False)
 
 
+@dataclass(frozen=True)
+class GroupDraws:
+    """Groups ready for the bootstrap, with their count matrix or the reason there is none.
+
+    Attributes:
+        grouped: the groups (reordered by label when stratified).
+        weights: the ``(R, G)`` count matrix, or None when ``reason`` is set.
+        reason: why no interval can be drawn (``"<code>: <detail>"``), or None.
+        n_units: the ``n`` of the expanded interval (:func:`expansion_units`).
+    """
+
+    grouped: GroupedData
+    weights: np.ndarray | None
+    reason: str | None
+    n_units: int
+
+
 def difference_statistics(
-    differences: np.ndarray, confidence_level: float
+    differences: np.ndarray,
+    confidence_level: float,
+    *,
+    method: str = INTERVAL_PERCENTILE,
+    n_units: int = 0,
 ) -> tuple[float, float, float, float, float]:
     """Interval, p-value and direction shares of valid bootstrap differences.
 
     Args:
         differences: the ``B`` valid differences ``d_r``.
-        confidence_level: two-sided coverage of the percentile interval.
+        confidence_level: two-sided coverage of the interval.
+        method: ``INTERVAL_PERCENTILE`` or ``INTERVAL_EXPANDED_PERCENTILE``.
+        n_units: the ``n`` of the expanded interval (ignored for percentile).
 
     Returns:
         ``(ci_low, ci_high, p_value, prob_a_larger, prob_a_smaller)``; all NaN
         when ``B == 0``. With ``L = (1 + #{d <= 0}) / (B + 1)`` and
-        ``U = (1 + #{d >= 0}) / (B + 1)``, ``p_value = min(1, 2 min(L, U))``.
-        The ``+1`` keeps p away from 0 (a finite simulation cannot certify an
-        impossible event; the smallest value is ``2 / (B + 1)``), and exact
-        zeros count in both tails so identical models give ``p = 1``.
+        ``U = (1 + #{d >= 0}) / (B + 1)``, the percentile p-value is
+        ``min(1, 2 min(L, U))``. The ``+1`` keeps p away from 0 (a finite
+        simulation cannot certify an impossible event; the smallest value is
+        ``2 / (B + 1)``), and exact zeros count in both tails so identical
+        models give ``p = 1``. For the expanded interval the p-value is
+        :func:`~deepecgkit.analysis.compare.resampling.expanded_p_value` of
+        it, so interval and p-value agree on whether 0 is excluded.
 
     Example:
         >>> d = np.array([0.02, 0.01, -0.01, 0.03, 0.0, 0.04, 0.02, 0.05, 0.01])
@@ -140,10 +202,14 @@ def difference_statistics(
     n_valid = differences.size
     if n_valid == 0:
         return _NAN, _NAN, _NAN, _NAN, _NAN
-    ci_low, ci_high = percentile_interval(differences, confidence_level)
+    ci_low, ci_high = bootstrap_interval(
+        differences, confidence_level, method=method, n_units=n_units
+    )
     lower_tail = (1 + np.count_nonzero(differences <= 0)) / (n_valid + 1)
     upper_tail = (1 + np.count_nonzero(differences >= 0)) / (n_valid + 1)
     p_value = min(1.0, 2.0 * min(lower_tail, upper_tail))
+    if method == INTERVAL_EXPANDED_PERCENTILE:
+        p_value = expanded_p_value(p_value, n_units)
     larger = np.count_nonzero(differences > 0) / n_valid
     smaller = np.count_nonzero(differences < 0) / n_valid
     return ci_low, ci_high, float(p_value), float(larger), float(smaller)
@@ -155,31 +221,42 @@ def _point(metric: BatchMetric, labels: np.ndarray, prob: np.ndarray) -> float:
     return float(evaluate_metric(metric, labels, prob, ones)[0])
 
 
+def _reason(draws: GroupDraws, n_valid: int) -> str | None:
+    """The refusal reason, or ``no_valid_resample`` when draws exist but none was valid."""
+    if draws.reason is not None:
+        return draws.reason
+    if n_valid == 0:
+        return f"{NO_VALID_RESAMPLE}: the metric is undefined on every resample"
+    return None
+
+
 def interval_from_grouped(
-    grouped: GroupedData,
+    draws: GroupDraws,
     metric: BatchMetric,
     name: str,
-    weights: np.ndarray | None,
     *,
     n_resamples: int,
     confidence_level: float,
     seed: int,
     stratified: bool,
+    interval: str = INTERVAL_EXPANDED_PERCENTILE,
 ) -> BootstrapInterval:
-    """Build a :class:`BootstrapInterval` from aggregated data and drawn counts.
+    """Build a :class:`BootstrapInterval` from drawn groups (:func:`draw_for`).
 
-    ``weights`` is the ``(R, G)`` count matrix, or None when too few groups
-    allowed no draws. The report calls this with one count matrix per run for
-    every metric, which gives the same numbers as one public call per metric.
+    The report calls this with one set of draws per run for every metric,
+    which gives the same numbers as one public call per metric.
     """
+    grouped = draws.grouped
     labels, prob = grouped.labels, grouped.probs[0]
     estimate = _point(metric, labels, prob)
-    if weights is None:
+    if draws.weights is None:
         values = np.empty(0)
     else:
-        values = evaluate_metric(metric, labels, prob, weights)
+        values = evaluate_metric(metric, labels, prob, draws.weights)
         values = values[np.isfinite(values)]
-    ci_low, ci_high = percentile_interval(values, confidence_level)
+    ci_low, ci_high = bootstrap_interval(
+        values, confidence_level, method=interval, n_units=draws.n_units
+    )
     return BootstrapInterval(
         metric=name,
         estimate=estimate,
@@ -192,34 +269,39 @@ def interval_from_grouped(
         confidence_level=float(confidence_level),
         seed=seed,
         stratified=stratified,
+        interval_method=interval,
+        no_interval_reason=_reason(draws, int(values.size)),
         values=values,
     )
 
 
 def difference_from_grouped(
-    grouped: GroupedData,
+    draws: GroupDraws,
     metric: BatchMetric,
     name: str,
-    weights: np.ndarray | None,
     *,
     n_resamples: int,
     confidence_level: float,
     seed: int,
     stratified: bool,
+    interval: str = INTERVAL_EXPANDED_PERCENTILE,
 ) -> BootstrapDifference:
-    """Build a :class:`BootstrapDifference` of ``grouped.probs[0]`` minus ``probs[1]``."""
+    """Build a :class:`BootstrapDifference` of ``probs[0]`` minus ``probs[1]`` of the draws."""
+    grouped = draws.grouped
     labels = grouped.labels
     prob_a, prob_b = grouped.probs
     estimate_a = _point(metric, labels, prob_a)
     estimate_b = _point(metric, labels, prob_b)
-    if weights is None:
+    if draws.weights is None:
         differences = np.empty(0)
     else:
-        values_a = evaluate_metric(metric, labels, prob_a, weights)
-        values_b = evaluate_metric(metric, labels, prob_b, weights)
+        values_a = evaluate_metric(metric, labels, prob_a, draws.weights)
+        values_b = evaluate_metric(metric, labels, prob_b, draws.weights)
         valid = np.isfinite(values_a) & np.isfinite(values_b)
         differences = values_a[valid] - values_b[valid]
-    ci_low, ci_high, p_value, larger, smaller = difference_statistics(differences, confidence_level)
+    ci_low, ci_high, p_value, larger, smaller = difference_statistics(
+        differences, confidence_level, method=interval, n_units=draws.n_units
+    )
     return BootstrapDifference(
         metric=name,
         estimate_a=estimate_a,
@@ -237,8 +319,18 @@ def difference_from_grouped(
         confidence_level=float(confidence_level),
         seed=seed,
         stratified=stratified,
+        interval_method=interval,
+        no_interval_reason=_reason(draws, int(differences.size)),
         differences=differences,
     )
+
+
+def _check_count(name: str, value: object) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ComparisonError(f"{name} must be an integer >= 1, got {value!r}")
+    if int(value) < 1:
+        raise ComparisonError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
 
 
 def _prepare(
@@ -250,28 +342,96 @@ def _prepare(
     seed: int,
     stratify: bool,
     min_groups: int,
-) -> tuple[GroupedData, np.ndarray | None]:
-    """Validate, aggregate to groups and draw the count matrix (None below ``min_groups``)."""
+    min_groups_per_class: int,
+    interval: str,
+) -> GroupDraws:
+    """Validate, aggregate to groups and draw the count matrix (none below the minima)."""
     check_bootstrap_settings(n_resamples, confidence_level, seed, min_groups)
+    per_class = _check_count("min_groups_per_class", min_groups_per_class)
+    check_interval_method(interval)
     if not isinstance(stratify, (bool, np.bool_)):
         raise ComparisonError(f"stratify must be True or False, got {stratify!r}")
     labels, matrices, group_ids = validate_predictions(y_true, probs, groups)
     grouped = aggregate_groups(labels, matrices, group_ids)
-    return draw_for(grouped, int(n_resamples), int(seed), bool(stratify), int(min_groups))
+    return draw_for(
+        grouped,
+        int(n_resamples),
+        int(seed),
+        bool(stratify),
+        int(min_groups),
+        min_groups_per_class=per_class,
+    )
+
+
+def expansion_units(labels: np.ndarray, stratified: bool) -> int:
+    """The ``n`` of the expanded percentile interval for these group labels.
+
+    Stratified: the group count of the smallest class among those with at
+    least two groups (a class of one group is redrawn as itself and adds no
+    spread); unstratified: the number of groups. 0 when no class qualifies
+    (the interval is then the percentile one).
+    """
+    if not stratified:
+        return int(labels.size)
+    counts = np.bincount(labels) if labels.size else np.zeros(0, dtype=np.int64)
+    usable = counts[counts >= _MIN_STRATUM_SPREAD]
+    return int(usable.min()) if usable.size else 0
+
+
+def interval_refusal(labels: np.ndarray, min_groups: int, min_groups_per_class: int) -> str | None:
+    """Why groups with these labels cannot support an interval, or None.
+
+    Args:
+        labels: ``(G,)`` group labels.
+        min_groups: fewest groups overall.
+        min_groups_per_class: fewest groups of each class that occurs.
+
+    Returns:
+        ``"too_few_groups: ..."``, ``"too_few_groups_in_class: ..."`` (naming
+        the smallest class) or None. Classes absent from the test set do not
+        count: they are not resampled.
+
+    Example:
+        >>> interval_refusal(np.array([0, 0, 0, 1]), 3, 2)
+        'too_few_groups_in_class: class 1 has 1 test group; an interval needs at least 2 per class'
+    """
+    if labels.size < min_groups:
+        return (
+            f"{TOO_FEW_GROUPS}: {labels.size} test groups; an interval needs at least {min_groups}"
+        )
+    classes, counts = np.unique(labels, return_counts=True)
+    smallest = int(np.argmin(counts)) if counts.size else 0
+    if counts.size and counts[smallest] < min_groups_per_class:
+        count = int(counts[smallest])
+        noun = "group" if count == 1 else "groups"
+        return (
+            f"{TOO_FEW_GROUPS_IN_CLASS}: class {int(classes[smallest])} has {count} test "
+            f"{noun}; an interval needs at least {min_groups_per_class} per class"
+        )
+    return None
 
 
 def draw_for(
-    grouped: GroupedData, n_resamples: int, seed: int, stratify: bool, min_groups: int
-) -> tuple[GroupedData, np.ndarray | None]:
-    """The groups (reordered by label when stratified) and their count matrix.
+    grouped: GroupedData,
+    n_resamples: int,
+    seed: int,
+    stratify: bool,
+    min_groups: int,
+    *,
+    min_groups_per_class: int = MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+) -> GroupDraws:
+    """The groups (reordered by label when stratified), their count matrix and the expansion n.
 
-    Returns None instead of a count matrix below ``min_groups`` groups: fewer
-    independent units than that cannot support an interval.
+    No count matrix is drawn when :func:`interval_refusal` gives a reason:
+    fewer independent units than that cannot support an interval.
     """
-    if grouped.n_groups < min_groups:
-        return grouped, None
+    reason = interval_refusal(grouped.labels, min_groups, min_groups_per_class)
+    units = expansion_units(grouped.labels, stratify)
+    if reason is not None:
+        return GroupDraws(grouped, None, reason, units)
     ordered = by_label(grouped) if stratify else grouped
-    return ordered, draw_counts(ordered.labels, n_resamples, seed, stratify)
+    weights = draw_counts(ordered.labels, n_resamples, seed, stratify)
+    return GroupDraws(ordered, weights, None, units)
 
 
 def cluster_bootstrap_metric(
@@ -284,9 +444,11 @@ def cluster_bootstrap_metric(
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     stratify: bool = True,
     *,
-    min_groups: int = MIN_TEST_GROUPS,
+    min_groups: int = MIN_BOOTSTRAP_GROUPS,
+    min_groups_per_class: int = MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+    interval: str = INTERVAL_EXPANDED_PERCENTILE,
 ) -> BootstrapInterval:
-    """Percentile group-bootstrap interval of one run's group-level metric.
+    """Group-bootstrap interval of one run's group-level metric.
 
     Args:
         y_true: ``(n,)`` integer-valued class indices in ``[0, K-1]``.
@@ -298,8 +460,11 @@ def cluster_bootstrap_metric(
         confidence_level: two-sided coverage, strictly between 0 and 1.
         seed: non-negative seed of the generator created inside the call.
         stratify: keep each label's group count fixed in every resample.
-        min_groups: fewest groups that can support an interval; below it the
-            point estimate is returned with NaN interval and no draws.
+        min_groups: fewest groups that can support an interval.
+        min_groups_per_class: fewest groups of every class present. Below
+            either minimum the point estimate is returned with a NaN
+            interval, no draws and ``no_interval_reason``.
+        interval: ``"expanded-percentile"`` (default) or ``"percentile"``.
 
     Returns:
         :class:`BootstrapInterval`; ``estimate`` is the metric on all groups.
@@ -308,18 +473,27 @@ def cluster_bootstrap_metric(
         ComparisonError: any input violating comparisons.md §3.1, or a bad setting.
     """
     name, function = resolve_metric(metric)
-    grouped, weights = _prepare(
-        y_true, {"prob": prob}, groups, n_resamples, confidence_level, seed, stratify, min_groups
+    draws = _prepare(
+        y_true,
+        {"prob": prob},
+        groups,
+        n_resamples,
+        confidence_level,
+        seed,
+        stratify,
+        min_groups,
+        min_groups_per_class,
+        interval,
     )
     return interval_from_grouped(
-        grouped,
+        draws,
         function,
         name,
-        weights,
         n_resamples=int(n_resamples),
         confidence_level=float(confidence_level),
         seed=int(seed),
         stratified=bool(stratify),
+        interval=interval,
     )
 
 
@@ -334,7 +508,9 @@ def cluster_bootstrap_difference(
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     stratify: bool = True,
     *,
-    min_groups: int = MIN_TEST_GROUPS,
+    min_groups: int = MIN_BOOTSTRAP_GROUPS,
+    min_groups_per_class: int = MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+    interval: str = INTERVAL_EXPANDED_PERCENTILE,
 ) -> BootstrapDifference:
     """Paired group bootstrap of ``metric(a) - metric(b)`` on the same samples.
 
@@ -353,11 +529,14 @@ def cluster_bootstrap_difference(
         seed: non-negative seed of the generator created inside the call.
         stratify: keep each label's group count fixed in every resample.
         min_groups: fewest groups that can support an interval.
+        min_groups_per_class: fewest groups of every class present.
+        interval: ``"expanded-percentile"`` (default) or ``"percentile"``;
+            the p-value follows the same method.
 
     Returns:
-        :class:`BootstrapDifference`. Below ``min_groups`` groups (or with no
-        valid resample) the interval, p-value and shares are NaN and only the
-        point estimates are reported.
+        :class:`BootstrapDifference`. Below either minimum (or with no valid
+        resample) the interval, p-value and shares are NaN, only the point
+        estimates are reported and ``no_interval_reason`` says why.
 
     Raises:
         ComparisonError: any input violating comparisons.md §3.1, or a bad setting.
@@ -366,11 +545,12 @@ def cluster_bootstrap_difference(
         >>> import numpy as np
         >>> y = np.repeat([0, 1], 20)
         >>> p = np.where(y[:, None] == [0, 1], 0.8, 0.2)
-        >>> cluster_bootstrap_difference(y, p, p, np.arange(40), "accuracy").p_value
+        >>> groups = np.arange(40)
+        >>> cluster_bootstrap_difference(y, p, p, groups, "accuracy", min_groups=40).p_value
         1.0
     """
     name, function = resolve_metric(metric)
-    grouped, weights = _prepare(
+    draws = _prepare(
         y_true,
         {"prob_a": prob_a, "prob_b": prob_b},
         groups,
@@ -379,14 +559,16 @@ def cluster_bootstrap_difference(
         seed,
         stratify,
         min_groups,
+        min_groups_per_class,
+        interval,
     )
     return difference_from_grouped(
-        grouped,
+        draws,
         function,
         name,
-        weights,
         n_resamples=int(n_resamples),
         confidence_level=float(confidence_level),
         seed=int(seed),
         stratified=bool(stratify),
+        interval=interval,
     )

@@ -46,8 +46,10 @@ INTERVAL_STATEMENT = (
 )
 TOO_FEW_GROUPS_CODE = "too_few_groups"
 TOO_FEW_GROUPS_TEXT = (
-    "These runs have fewer test groups than min_test_groups; they carry point estimates only "
-    "(no interval, no bootstrap p-value)."
+    "These runs have fewer test groups than min_bootstrap_groups, or a class with fewer than "
+    "min_bootstrap_groups_per_class groups; they carry point estimates only (no interval, no "
+    "bootstrap p-value). Below these counts the group bootstrap's intervals cover the true "
+    "value less often than they claim (docs/benchmarks.md); 'reasons' gives each run's counts."
 )
 PARTIAL_RUNS_CODE = "partial_runs_included"
 PARTIAL_RUNS_TEXT = (
@@ -101,14 +103,21 @@ def _included_entry(run: RunInput) -> dict[str, Any]:
 
 
 def _caveats(
-    runs: list[RunInput], too_few_groups: list[str], sample_level_anti_conservative: bool
+    runs: list[RunInput],
+    too_few_groups: dict[str, str | None],
+    sample_level_anti_conservative: bool,
 ) -> list[dict[str, Any]]:
     caveats: list[dict[str, Any]] = []
     if sample_level_anti_conservative:
         caveats.append({"code": MCNEMAR_CAVEAT_CODE, "text": MCNEMAR_CAVEAT})
     if too_few_groups:
         caveats.append(
-            {"code": TOO_FEW_GROUPS_CODE, "text": TOO_FEW_GROUPS_TEXT, "run_ids": too_few_groups}
+            {
+                "code": TOO_FEW_GROUPS_CODE,
+                "text": TOO_FEW_GROUPS_TEXT,
+                "run_ids": list(too_few_groups),
+                "reasons": dict(too_few_groups),
+            }
         )
     partial = [r.run_id for r in runs if r.partial_reasons and not r.excluded]
     if partial:
@@ -124,7 +133,7 @@ def build_manifest(
     outputs: list[dict[str, str]],
     figures: list[dict[str, str]],
     plotting_source_sha256: str | None,
-    too_few_groups: list[str],
+    too_few_groups: dict[str, str | None],
     sample_level_anti_conservative: bool,
 ) -> dict[str, Any]:
     """Assemble the manifest in the specified key order.
@@ -136,7 +145,8 @@ def build_manifest(
         outputs: ``{"path", "sha256"}`` of each CSV, paths relative to the report folder.
         figures: ``{"run_id", "path", "format", "sha256"}`` of every figure written now.
         plotting_source_sha256: SHA-256 of the plotting module's source, None without plots.
-        too_few_groups: ``run_id`` of included runs below ``min_test_groups``.
+        too_few_groups: ``run_id -> no_interval_reason`` of included runs below the
+            bootstrap minima (``min_bootstrap_groups`` overall or per class).
         sample_level_anti_conservative: whether a McNemar sample row is anti-conservative.
     """
     return {

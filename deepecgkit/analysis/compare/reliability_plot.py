@@ -1,12 +1,16 @@
 """Reliability diagrams of the statistical report (matplotlib, imported lazily).
 
-One figure per included run: top-label calibration at group level, from the
-run's rows of ``reliability.csv``. The upper panel plots per-bin mean
-confidence against accuracy, joined by a line that breaks at empty bins (an
-empty bin is a gap, never a zero-accuracy point), with the diagonal and a
-vertical segment from each point to it showing the gap. The lower panel
-shows the fraction of groups per bin. The title carries the run's ECE as
-written in ``run_summary.csv``.
+One figure per included run, at group level, from the run's rows of
+``reliability.csv``: the top-label curve for three or more classes, the
+positive-class curve (``class_1``: mean P(class 1) against the fraction of
+class-1 groups) for two, because the top label folds a two-class diagram at
+0.5 and a shift of every probability then disappears. The upper panel plots
+per-bin mean confidence against accuracy, joined by a line that breaks at
+empty bins (an empty bin is a gap, never a zero-accuracy point), with the
+diagonal and a vertical segment from each point to it showing the gap. The
+lower panel shows the fraction of groups per bin. The title carries the
+run's ECE and class-wise ECE as written in ``run_summary.csv``, and, for a
+run below the bootstrap minima, why it has no intervals.
 
 Figures are drawn with the object-oriented :class:`~matplotlib.figure.Figure`
 API on an Agg canvas (no ``pyplot``, no global state) and saved without
@@ -20,6 +24,7 @@ without parsing pixels. matplotlib is imported only inside
 from __future__ import annotations
 
 import io
+import textwrap
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,16 +40,41 @@ PNG_DPI = 150
 _FIGSIZE_INCHES = (5.0, 6.0)
 _HEIGHT_RATIOS = (3, 1)
 _TITLE_FONTSIZE = 9
+#: Characters per title line before a long no-interval reason wraps.
+_TITLE_WIDTH = 70
 
 
 def reliability_title(
-    model: str, dataset: str, seed: int, n_groups: int, ece: float, bins: int, partial: bool
+    model: str,
+    dataset: str,
+    seed: int,
+    n_groups: int,
+    ece: float,
+    bins: int,
+    partial: bool,
+    *,
+    no_interval_reason: str | None = None,
+    classwise_ece: float | None = None,
+    curve: str = "top_label",
 ) -> str:
-    """Figure title: run identity, group count and ``ECE = x.xxxx (<bins> bins, group level)``."""
+    """Figure title: run identity, group count and ``ECE = x.xxxx (<bins> bins, group level)``.
+
+    With ``classwise_ece`` the second line adds ``class-wise ECE = y.yyyy``, and
+    a positive-class ``curve`` says that the diagram is that class's. A run
+    without bootstrap intervals gets a last line ``no intervals: <reason>``,
+    so a figure shown alone still says that its numbers carry no interval.
+    """
     first = f"{model} | {dataset} | seed {seed} | {n_groups} groups"
     if partial:
         first += " | PARTIAL"
-    return f"{first}\nECE = {ece:.4f} ({bins} bins, group level)"
+    title = f"{first}\nECE = {ece:.4f} ({bins} bins, group level)"
+    if classwise_ece is not None:
+        title += f" | class-wise ECE = {classwise_ece:.4f}"
+    if curve != "top_label":
+        title += f"\ndiagram: {curve.replace('_', ' ')} (P(class) vs fraction of the class)"
+    if no_interval_reason:
+        title += "\n" + textwrap.fill(f"no intervals: {no_interval_reason}", _TITLE_WIDTH)
+    return title
 
 
 def reliability_figure(rows: pd.DataFrame, bins: int, title: str) -> Figure:
@@ -84,7 +114,7 @@ def reliability_figure(rows: pd.DataFrame, bins: int, title: str) -> Figure:
     centres = (np.arange(bins) + 0.5) / bins
     lower.bar(centres, rows["fraction"].to_numpy(dtype=np.float64), width=1.0 / bins)
     lower.set_xlim(0.0, 1.0)
-    lower.set_xlabel("mean confidence (group level)")
+    lower.set_xlabel("mean predicted probability (group level)")
     lower.set_ylabel("fraction")
     figure.tight_layout()
     return figure

@@ -60,9 +60,11 @@ from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
     DEFAULT_BOOTSTRAP_SEED,
     DEFAULT_N_RESAMPLES,
+    INTERVAL_EXPANDED_PERCENTILE,
     LEGACY_SEED,
     METRICS_FILENAME,
-    MIN_TEST_GROUPS,
+    MIN_BOOTSTRAP_GROUPS,
+    MIN_BOOTSTRAP_GROUPS_PER_CLASS,
     NEAR_COLLAPSE_THRESHOLD,
     PROBABILITY_SUM_TOLERANCE,
     REPORT_BINS,
@@ -128,7 +130,7 @@ def _check_settings(
     """Validate the report settings; raise :class:`ComparisonError` naming the bad one."""
     if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins < 1:
         raise ComparisonError(f"bins must be an integer >= 1, got {bins!r}")
-    check_bootstrap_settings(n_resamples, confidence_level, seed, MIN_TEST_GROUPS)
+    check_bootstrap_settings(n_resamples, confidence_level, seed, MIN_BOOTSTRAP_GROUPS)
     if reference is not None and (not isinstance(reference, str) or not reference.strip()):
         raise ComparisonError(f"reference must be a model name or None, got {reference!r}")
     for name, flag in flags.items():
@@ -299,15 +301,21 @@ def _write_figures(
     entries: list[dict[str, str]] = []
     paths: list[Path] = []
     for run in included:
-        rows = reliability[reliability["run_id"] == run.run_id]
+        score = scores[run.run_id]
+        rows = reliability[
+            (reliability["run_id"] == run.run_id) & (reliability["curve"] == score.figure_curve)
+        ]
         title = reliability_plot.reliability_title(
             str(run.model),
             str(run.dataset),
             seed_of(run),
-            scores[run.run_id].n_groups,
-            scores[run.run_id].ece,
+            score.n_groups,
+            score.ece,
             bins,
             bool(run.partial_reasons),
+            no_interval_reason=score.no_interval_reason,
+            classwise_ece=score.classwise_ece,
+            curve=score.figure_curve,
         )
         png, pdf = reliability_plot.render_reliability(rows, bins, title)
         stem = _figure_stem(run)
@@ -447,16 +455,19 @@ def statistical_report(
             "plots": plots,
             "stratified": True,
             "group_aggregation": "mean_probability",
-            "interval": "percentile",
+            "interval": INTERVAL_EXPANDED_PERCENTILE,
             "probability_sum_tolerance": PROBABILITY_SUM_TOLERANCE,
             "near_collapse_threshold": NEAR_COLLAPSE_THRESHOLD,
-            "min_test_groups": MIN_TEST_GROUPS,
+            "min_bootstrap_groups": MIN_BOOTSTRAP_GROUPS,
+            "min_bootstrap_groups_per_class": MIN_BOOTSTRAP_GROUPS_PER_CLASS,
         },
         runs=runs,
         outputs=outputs,
         figures=figure_entries,
         plotting_source_sha256=plotting_source,
-        too_few_groups=[run_id for run_id, s in scores.items() if s.too_few_groups],
+        too_few_groups={
+            run_id: s.no_interval_reason for run_id, s in scores.items() if s.too_few_groups
+        },
         sample_level_anti_conservative=bool(frames["mcnemar.csv"]["anti_conservative"].any()),
     )
     data = manifest_bytes(manifest)

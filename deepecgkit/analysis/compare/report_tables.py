@@ -9,8 +9,15 @@ evaluated on one count matrix, which gives the same numbers as one
 
 Levels: ``group`` is the unit of every estimate and interval (probabilities
 averaged per group); ``sample`` values are diagnostics only. The report's
-``ece`` uses the report's bins at group level and must not be compared with
-the sample-level ``ece`` column of ``classification_metrics.csv``.
+``ece`` and ``classwise_ece`` use the report's bins at group level and must
+not be compared with the sample-level columns of ``classification_metrics.csv``.
+
+Reliability rows come in curves: ``top_label`` (confidence of the predicted
+class against accuracy, the curve behind ``ece``) and ``class_<k>`` (mean
+``p_k`` against the fraction of groups of class k, the curves behind
+``classwise_ece``; class 1 only for two classes). The figure of a two-class
+run draws ``class_1``: the top-label curve folds the diagram at 0.5 and can
+hide a shift of every probability.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from deepecgkit.analysis.compare.batch_metrics import (
     BatchMetric,
     batch_metric,
     calibration_bin,
+    classwise_classes,
     report_metric_names,
 )
 from deepecgkit.analysis.compare.bootstrap import (
@@ -41,8 +49,10 @@ from deepecgkit.analysis.compare.identity import RunInput, ValidPredictions
 from deepecgkit.analysis.compare.mcnemar import mcnemar, mcnemar_mid_p
 from deepecgkit.analysis.compare.resampling import evaluate_metric
 from deepecgkit.analysis.constants import (
+    INTERVAL_EXPANDED_PERCENTILE,
     LOWER_IS_BETTER,
-    MIN_TEST_GROUPS,
+    MIN_BOOTSTRAP_GROUPS,
+    MIN_BOOTSTRAP_GROUPS_PER_CLASS,
     NEAR_COLLAPSE_THRESHOLD,
     REPORT_PAIRED_METRICS,
 )
@@ -79,6 +89,8 @@ RUN_SUMMARY_COLUMNS = {
     "n_resamples": "Int64",
     "n_valid_resamples": "Int64",
     "confidence_level": "float64",
+    "interval_method": "str",
+    "no_interval_reason": "str",
 }
 LEVEL_METRICS_COLUMNS = {
     "run_id": "str",
@@ -103,6 +115,7 @@ RELIABILITY_COLUMNS = {
     "mean_confidence": "float64",
     "accuracy": "float64",
     "gap": "float64",
+    "curve": "str",
 }
 PAIRED_COLUMNS = {
     "dataset": "str",
@@ -127,6 +140,8 @@ PAIRED_COLUMNS = {
     "n_resamples": "int64",
     "n_valid_resamples": "int64",
     "confidence_level": "float64",
+    "interval_method": "str",
+    "no_interval_reason": "str",
 }
 MCNEMAR_COLUMNS = {
     "dataset": "str",
@@ -156,6 +171,8 @@ EXCLUSION_COLUMNS = {
 
 LEVEL_SAMPLE = "sample"
 LEVEL_GROUP = "group"
+CURVE_TOP_LABEL = "top_label"
+CURVE_CLASS_PREFIX = "class_"
 CLASS_MISMATCH = "class_mismatch"
 UNMATCHED_SAMPLES = "unmatched_samples"
 LABEL_MISMATCH = "label_mismatch"
@@ -180,8 +197,11 @@ class RunScores:
     levels: list[dict[str, Any]] = field(default_factory=list)
     reliability: list[dict[str, Any]] = field(default_factory=list)
     ece: float = math.nan
+    classwise_ece: float = math.nan
+    figure_curve: str = CURVE_TOP_LABEL
     n_groups: int = 0
     too_few_groups: bool = False
+    no_interval_reason: str | None = None
 
 
 @dataclass
@@ -237,12 +257,30 @@ def _point_values(
     return values
 
 
+def figure_curve(n_classes: int) -> str:
+    """The curve a run's figure draws: ``class_1`` for two classes, else ``top_label``."""
+    classes = classwise_classes(n_classes)
+    return f"{CURVE_CLASS_PREFIX}{classes[0]}" if len(classes) == 1 else CURVE_TOP_LABEL
+
+
 def _reliability(grouped: GroupedData, bins: int) -> list[dict[str, Any]]:
-    """Per-bin top-label calibration at group level, empty bins included."""
+    """Per-bin calibration at group level, empty bins included: top label, then each class."""
     prob = grouped.probs[0]
     pred = np.argmax(prob, axis=1)
     confidence = prob[np.arange(pred.size), pred]
     correct = (pred == grouped.labels).astype(np.float64)
+    rows = _curve_rows(confidence, correct, bins, CURVE_TOP_LABEL)
+    for k in classwise_classes(prob.shape[1]):
+        in_class = (grouped.labels == k).astype(np.float64)
+        rows.extend(_curve_rows(prob[:, k], in_class, bins, f"{CURVE_CLASS_PREFIX}{k}"))
+    return rows
+
+
+def _curve_rows(
+    confidence: np.ndarray, correct: np.ndarray, bins: int, curve: str
+) -> list[dict[str, Any]]:
+    """One reliability curve's rows: ``mean_confidence`` against ``accuracy`` per bin."""
+    n_units = confidence.size
     index = calibration_bin(confidence, bins)
     counts = np.bincount(index, minlength=bins)
     confidence_sums = np.bincount(index, weights=confidence, minlength=bins)
@@ -258,10 +296,11 @@ def _reliability(grouped: GroupedData, bins: int) -> list[dict[str, Any]]:
                 "bin_lower": b / bins,
                 "bin_upper": (b + 1) / bins,
                 "count": count,
-                "fraction": count / grouped.n_groups,
+                "fraction": count / n_units,
                 "mean_confidence": mean_confidence,
                 "accuracy": accuracy,
                 "gap": mean_confidence - accuracy,
+                "curve": curve,
             }
         )
     return rows
@@ -272,15 +311,20 @@ def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
     data = _validated(run)
     identity = {"run_id": run.run_id, "model": run.model, "dataset": run.dataset, "seed": run.seed}
     metrics = _report_metrics(data.n_classes, settings.bins)
-    grouped, weights = draw_for(
+    draws = draw_for(
         aggregate_groups(data.y_true, (data.prob,), data.group_id),
         settings.n_resamples,
         settings.seed,
         stratify=True,
-        min_groups=MIN_TEST_GROUPS,
+        min_groups=MIN_BOOTSTRAP_GROUPS,
+        min_groups_per_class=MIN_BOOTSTRAP_GROUPS_PER_CLASS,
     )
-    too_few = weights is None
-    scores = RunScores(n_groups=grouped.n_groups, too_few_groups=too_few)
+    grouped = draws.grouped
+    scores = RunScores(
+        n_groups=grouped.n_groups,
+        too_few_groups=draws.reason is not None,
+        no_interval_reason=draws.reason,
+    )
     common = {
         **identity,
         "params_fingerprint": run.fingerprint,
@@ -291,14 +335,14 @@ def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
     group_values: dict[str, float] = {}
     for name, metric in metrics.items():
         interval = interval_from_grouped(
-            grouped,
+            draws,
             metric,
             name,
-            weights,
             n_resamples=settings.n_resamples,
             confidence_level=settings.confidence_level,
             seed=settings.seed,
             stratified=True,
+            interval=INTERVAL_EXPANDED_PERCENTILE,
         )
         group_values[name] = interval.estimate
         scores.summary.append(
@@ -312,6 +356,8 @@ def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
                 "n_resamples": interval.n_resamples,
                 "n_valid_resamples": interval.n_valid_resamples,
                 "confidence_level": interval.confidence_level,
+                "interval_method": interval.interval_method,
+                "no_interval_reason": interval.no_interval_reason,
             }
         )
     for name, value in _collapse_flags(group_values["max_predicted_class_fraction"]).items():
@@ -330,6 +376,8 @@ def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
         )
     scores.reliability = [{**identity, **row} for row in _reliability(grouped, settings.bins)]
     scores.ece = group_values["ece"]
+    scores.classwise_ece = group_values["classwise_ece"]
+    scores.figure_curve = figure_curve(data.n_classes)
     return scores
 
 
@@ -416,13 +464,15 @@ def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSetti
     if order is None:
         return PairOutcome(reason=reason, detail=detail)
     candidate_prob = cand_data.prob[order]
-    grouped, weights = draw_for(
+    draws = draw_for(
         aggregate_groups(ref_data.y_true, (candidate_prob, ref_data.prob), ref_data.group_id),
         settings.n_resamples,
         settings.seed,
         stratify=True,
-        min_groups=MIN_TEST_GROUPS,
+        min_groups=MIN_BOOTSTRAP_GROUPS,
+        min_groups_per_class=MIN_BOOTSTRAP_GROUPS_PER_CLASS,
     )
+    grouped = draws.grouped
     base = {
         "dataset": reference.dataset,
         "seed": reference.seed,
@@ -435,14 +485,14 @@ def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSetti
     partial = bool(reference.partial_reasons or candidate.partial_reasons)
     for name in REPORT_PAIRED_METRICS:
         result = difference_from_grouped(
-            grouped,
+            draws,
             batch_metric(name, bins=settings.bins),
             name,
-            weights,
             n_resamples=settings.n_resamples,
             confidence_level=settings.confidence_level,
             seed=settings.seed,
             stratified=True,
+            interval=INTERVAL_EXPANDED_PERCENTILE,
         )
         higher = name not in LOWER_IS_BETTER
         outcome.paired.append(
@@ -466,6 +516,8 @@ def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSetti
                 "n_resamples": result.n_resamples,
                 "n_valid_resamples": result.n_valid_resamples,
                 "confidence_level": result.confidence_level,
+                "interval_method": result.interval_method,
+                "no_interval_reason": result.no_interval_reason,
             }
         )
     outcome.mcnemar = _mcnemar_rows(base, ref_data, candidate_prob, grouped)

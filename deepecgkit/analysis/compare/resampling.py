@@ -12,6 +12,18 @@ group labels in ascending order, a stratum's groups in group order); an
 unstratified one makes one call ``rng.integers(0, G, size=(R, G))``. Results
 therefore depend only on the seed, ``R`` and the group structure, never on
 input row order, on chunking, or on what else is computed.
+
+Intervals: the percentile interval reads the ``alpha/2`` and ``1 - alpha/2``
+quantiles of the bootstrap values. At few groups it is too narrow: the
+bootstrap variance of a mean of ``n`` units is ``(n - 1) / n`` times the
+plug-in one, and a normal quantile stands where a t quantile belongs. The
+expanded percentile interval (Hesterberg 2015, "What Teachers Should Know
+About the Bootstrap", The American Statistician 69(4):371-386, section 4.3)
+keeps the percentile interval's shape and range-respecting ends but reads
+the quantiles at ``alpha'/2`` and ``1 - alpha'/2`` with
+``Phi^-1(1 - alpha'/2) = sqrt(n / (n - 1)) * t_{n-1}^-1(1 - alpha/2)``. Its
+coverage against the percentile interval's and BCa's is measured in
+``benchmarks/bench_interval_coverage.py`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -21,15 +33,25 @@ import numbers
 from collections.abc import Callable
 
 import numpy as np
+from scipy import stats
 
 from deepecgkit.analysis.compare.batch_metrics import BatchMetric, BuiltinMetric, batch_metric
 from deepecgkit.analysis.compare.errors import ComparisonError
+from deepecgkit.analysis.constants import (
+    INTERVAL_EXPANDED_PERCENTILE,
+    INTERVAL_METHODS,
+    INTERVAL_PERCENTILE,
+)
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
+    "bootstrap_interval",
     "check_bootstrap_settings",
+    "check_interval_method",
     "draw_counts",
     "evaluate_metric",
+    "expanded_p_value",
+    "expanded_tail_probability",
     "percentile_interval",
     "resolve_metric",
 ]
@@ -39,6 +61,8 @@ __all__ = [
 MAX_BLOCK_ELEMENTS = 2**24
 #: Bins counted by one ``np.bincount`` while turning draws into counts (cache-sized).
 _COUNT_BLOCK_ELEMENTS = 2**16
+#: Fewest units with a t quantile (one degree of freedom) for the expanded interval.
+_MIN_EXPANSION_UNITS = 2
 
 
 def _is_int(value: object) -> bool:
@@ -63,6 +87,15 @@ def check_bootstrap_settings(
         raise ComparisonError(f"seed must be a non-negative integer, got {seed!r}")
     if not _is_int(min_groups) or int(min_groups) < 1:  # type: ignore[call-overload]
         raise ComparisonError(f"min_groups must be an integer >= 1, got {min_groups!r}")
+
+
+def check_interval_method(interval: object) -> str:
+    """The interval method, one of ``INTERVAL_METHODS``; :class:`ComparisonError` otherwise."""
+    if not isinstance(interval, str) or interval not in INTERVAL_METHODS:
+        raise ComparisonError(
+            f"interval must be one of {', '.join(INTERVAL_METHODS)}, got {interval!r}"
+        )
+    return interval
 
 
 def resolve_metric(metric: str | BatchMetric) -> tuple[str, BatchMetric]:
@@ -191,3 +224,61 @@ def percentile_interval(values: np.ndarray, confidence_level: float) -> tuple[fl
     alpha = 1.0 - confidence_level
     low, high = np.quantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
     return float(low), float(high)
+
+
+def expanded_tail_probability(confidence_level: float, n_units: int) -> float:
+    """Two-sided tail probability ``alpha'`` of the expanded percentile interval.
+
+    ``alpha' = 2 * (1 - Phi(sqrt(n / (n - 1)) * t_{n-1}^-1(1 - alpha / 2)))`` with
+    ``alpha = 1 - confidence_level`` (Hesterberg 2015). ``alpha' < alpha``
+    always, and ``alpha' -> alpha`` as ``n`` grows. Fewer than two units give
+    ``alpha`` back (no t quantile exists; such a bootstrap has no spread).
+
+    Example:
+        >>> round(expanded_tail_probability(0.95, 15), 4)
+        0.0264
+    """
+    alpha = 1.0 - float(confidence_level)
+    if n_units < _MIN_EXPANSION_UNITS:
+        return alpha
+    factor = math.sqrt(n_units / (n_units - 1.0))
+    return float(2.0 * stats.norm.sf(factor * stats.t.isf(alpha / 2.0, n_units - 1)))
+
+
+def expanded_p_value(p_percentile: float, n_units: int) -> float:
+    """The two-sided p-value that matches the expanded interval, from the percentile one.
+
+    The percentile test rejects at level ``alpha'`` when ``p_percentile <=
+    alpha'``; inverting :func:`expanded_tail_probability` gives the level
+    ``alpha`` at which the expanded interval just excludes the null:
+    ``p = 2 * T_{n-1}(-Phi^-1(1 - p_percentile / 2) / sqrt(n / (n - 1)))``.
+    So the expanded interval at ``confidence_level`` excludes the null value
+    exactly when ``p <= 1 - confidence_level`` (up to the quantile
+    interpolation), and ``p >= p_percentile``. NaN stays NaN; fewer than two
+    units return ``p_percentile``.
+    """
+    if not math.isfinite(p_percentile) or n_units < _MIN_EXPANSION_UNITS:
+        return p_percentile
+    factor = math.sqrt(n_units / (n_units - 1.0))
+    statistic = stats.norm.isf(p_percentile / 2.0) / factor
+    return float(min(1.0, 2.0 * stats.t.sf(statistic, n_units - 1)))
+
+
+def bootstrap_interval(
+    values: np.ndarray, confidence_level: float, *, method: str, n_units: int
+) -> tuple[float, float]:
+    """Interval of finite bootstrap ``values`` by ``method``; NaN when ``values`` is empty.
+
+    Args:
+        values: the valid bootstrap values.
+        confidence_level: nominal two-sided coverage.
+        method: ``INTERVAL_PERCENTILE`` or ``INTERVAL_EXPANDED_PERCENTILE``.
+        n_units: the ``n`` of the expansion (see
+            :func:`deepecgkit.analysis.compare.bootstrap.expansion_units`).
+    """
+    if method == INTERVAL_PERCENTILE:
+        return percentile_interval(values, confidence_level)
+    if method != INTERVAL_EXPANDED_PERCENTILE:
+        check_interval_method(method)
+    tail = expanded_tail_probability(confidence_level, n_units)
+    return percentile_interval(values, 1.0 - tail)

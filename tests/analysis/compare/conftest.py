@@ -203,16 +203,20 @@ PARTIAL_RUNS = (
 )
 
 
+#: Groups of the corpus's good runs: three classes of 20, above both bootstrap minima.
+GOOD_GROUPS = 60
+
+
 def build_corpus(root: Path) -> Path:
     """One folder of run directories with one run per identity-contract violation."""
-    good = {seed: make_predictions(seed) for seed in (1, 2)}
+    good = {seed: make_predictions(seed, n_groups=GOOD_GROUPS) for seed in (1, 2)}
     for seed in (1, 2):
         write_run(
             root / f"good/resnet_af_seed{seed}",
             model="resnet",
             dataset="af",
             seed=seed,
-            pred=make_predictions(100 + seed, skill=2.5),
+            pred=make_predictions(100 + seed, n_groups=GOOD_GROUPS, skill=2.5),
             fingerprint="fp-resnet",
         )
         write_run(
@@ -229,7 +233,7 @@ def build_corpus(root: Path) -> Path:
         model="lstm",
         dataset="af",
         seed=None,
-        pred=make_predictions(1, skill=1.0),
+        pred=make_predictions(1, n_groups=GOOD_GROUPS, skill=1.0),
         fingerprint="fp-lstm",
         predictions_format="txt",
     )

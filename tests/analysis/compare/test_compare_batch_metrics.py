@@ -60,6 +60,22 @@ def _ece(y: np.ndarray, prob: np.ndarray, bins: int) -> float:
     return total
 
 
+def _classwise_ece(y: np.ndarray, prob: np.ndarray, bins: int) -> float:
+    """Kull et al. (2019) by loops: class 1 of two classes, else every class."""
+    classes = [1] if prob.shape[1] == 2 else range(prob.shape[1])
+    values = []
+    for k in classes:
+        index = np.minimum(np.floor(prob[:, k] * bins).astype(int), bins - 1)
+        total = 0.0
+        for b in range(bins):
+            members = index == b
+            if members.any():
+                gap = abs(np.mean(y[members] == k) - np.mean(prob[members, k]))
+                total += members.sum() / y.size * gap
+        values.append(total)
+    return float(np.mean(values))
+
+
 def _reference(name: str, y: np.ndarray, prob: np.ndarray) -> float:
     """The unweighted metric, computed independently."""
     n_classes = prob.shape[1]
@@ -82,6 +98,8 @@ def _reference(name: str, y: np.ndarray, prob: np.ndarray) -> float:
         return float(-np.mean(np.log(np.maximum(prob[np.arange(y.size), y], PROBABILITY_FLOOR))))
     if name == "ece":
         return _ece(y, prob, BINS)
+    if name == "classwise_ece":
+        return _classwise_ece(y, prob, BINS)
     if name.startswith("recall_"):
         k = int(name.split("_")[1])
         return float(np.mean(pred[y == k] == k)) if np.any(y == k) else float("nan")
@@ -103,6 +121,7 @@ NAMES = (
     "brier",
     "nll",
     "ece",
+    "classwise_ece",
     "recall_0",
     "recall_2",
     "mean_normalized_entropy",
@@ -201,3 +220,13 @@ def test_names_and_errors() -> None:
         batch_metric("recall_3")(y, prob, weights)
     with pytest.raises(ComparisonError, match="weights"):
         batch_metric("accuracy")(y, prob, weights[:, :-1])
+
+
+def test_classwise_ece_agrees_with_the_evaluation_package() -> None:
+    from deepecgkit.evaluation.calibration import classwise_calibration_error
+
+    for n_classes in (2, 3):
+        y, prob = _data(5, n=200, n_classes=n_classes)[:2]
+        ones = np.ones((1, y.size))
+        value = batch_metric("classwise_ece", bins=BINS)(y, prob, ones)[0]
+        assert value == pytest.approx(classwise_calibration_error(y, prob, BINS), abs=1e-12)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from deepecgkit.analysis.compare import (
     BootstrapDifference,
@@ -16,10 +18,21 @@ from deepecgkit.analysis.compare import (
     cluster_bootstrap_metric,
     resampling,
 )
-from deepecgkit.analysis.compare.bootstrap import difference_statistics
-from deepecgkit.analysis.compare.resampling import draw_counts
+from deepecgkit.analysis.compare.bootstrap import (
+    difference_statistics,
+    expansion_units,
+    interval_refusal,
+)
+from deepecgkit.analysis.compare.resampling import (
+    draw_counts,
+    expanded_p_value,
+    expanded_tail_probability,
+)
+from deepecgkit.analysis.constants import MIN_BOOTSTRAP_GROUPS, MIN_BOOTSTRAP_GROUPS_PER_CLASS
 
 N_RESAMPLES = 300
+#: Minima switched off, for tests about the mechanics on small data.
+OPEN = {"min_groups": 1, "min_groups_per_class": 1}
 
 
 def _pair(predictions, seed: int = 0, **kwargs) -> tuple:
@@ -62,11 +75,17 @@ def test_stratified_resamples_keep_every_class_group_count() -> None:
 
 def test_same_seed_reproduces_bit_for_bit(predictions) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=30)
-    first = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=5)
-    second = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=5)
+    first = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=5, **OPEN
+    )
+    second = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=5, **OPEN
+    )
     assert _fields(first) == _fields(second)
     np.testing.assert_array_equal(first.differences, second.differences)
-    other = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=6)
+    other = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=6, **OPEN
+    )
     assert not np.array_equal(first.differences, other.differences)
 
 
@@ -74,9 +93,9 @@ def test_same_seed_reproduces_bit_for_bit(predictions) -> None:
 def test_row_order_does_not_matter(predictions, metric: str) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=25, per_group=4)
     order = np.random.default_rng(1).permutation(y.size)
-    base = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES)
+    base = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES, **OPEN)
     shuffled = cluster_bootstrap_difference(
-        y[order], prob_a[order], prob_b[order], groups[order], metric, N_RESAMPLES
+        y[order], prob_a[order], prob_b[order], groups[order], metric, N_RESAMPLES, **OPEN
     )
     for name in ("estimate_a", "estimate_b", "difference", "ci_low", "ci_high", "p_value"):
         assert getattr(shuffled, name) == pytest.approx(getattr(base, name), abs=1e-12)
@@ -86,9 +105,9 @@ def test_row_order_does_not_matter(predictions, metric: str) -> None:
 @pytest.mark.parametrize("metric", ["auroc", "macro_auprc", "balanced_accuracy", "ece"])
 def test_chunk_size_does_not_change_results(predictions, monkeypatch, metric: str) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=24)
-    whole = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES)
+    whole = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES, **OPEN)
     monkeypatch.setattr(resampling, "MAX_BLOCK_ELEMENTS", 24 * 7)  # chunks of 7 resamples
-    chunked = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES)
+    chunked = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES, **OPEN)
     np.testing.assert_allclose(chunked.differences, whole.differences, rtol=0, atol=1e-12)
     assert (chunked.ci_low, chunked.ci_high) == pytest.approx((whole.ci_low, whole.ci_high))
     assert chunked.p_value == whole.p_value
@@ -97,7 +116,7 @@ def test_chunk_size_does_not_change_results(predictions, monkeypatch, metric: st
 def test_identical_predictions_give_zero_difference_and_p_one(predictions) -> None:
     y, prob, _, groups = _pair(predictions, n_groups=20)
     for metric in ("accuracy", "auroc", "brier", "ece"):
-        result = cluster_bootstrap_difference(y, prob, prob, groups, metric, N_RESAMPLES)
+        result = cluster_bootstrap_difference(y, prob, prob, groups, metric, N_RESAMPLES, **OPEN)
         assert result.difference == 0.0
         assert result.p_value == 1.0
         assert result.prob_a_larger == 0.0 and result.prob_a_smaller == 0.0
@@ -111,9 +130,41 @@ def test_too_few_groups_keeps_the_point_estimate_only(predictions) -> None:
     for name in ("ci_low", "ci_high", "p_value", "prob_a_larger", "prob_a_smaller"):
         assert math.isnan(getattr(result, name))
     assert result.n_valid_resamples == 0 and result.differences.size == 0
+    assert result.no_interval_reason == (
+        f"too_few_groups: 9 test groups; an interval needs at least {MIN_BOOTSTRAP_GROUPS}"
+    )
     interval = cluster_bootstrap_metric(y, prob_a, groups, "accuracy")
     assert math.isnan(interval.ci_low) and interval.values.size == 0
-    assert cluster_bootstrap_metric(y, prob_a, groups, "accuracy", min_groups=9).values.size
+    assert interval.no_interval_reason == result.no_interval_reason
+    # Enough groups overall but three per class: refused for the class.
+    per_class = cluster_bootstrap_metric(y, prob_a, groups, "accuracy", min_groups=9)
+    assert per_class.values.size == 0
+    assert per_class.no_interval_reason == (
+        "too_few_groups_in_class: class 0 has 3 test groups; an interval needs at least "
+        f"{MIN_BOOTSTRAP_GROUPS_PER_CLASS} per class"
+    )
+    opened = cluster_bootstrap_metric(y, prob_a, groups, "accuracy", min_groups=9,
+                                      min_groups_per_class=3)  # fmt: skip
+    assert opened.values.size and opened.no_interval_reason is None
+
+
+def test_the_minima_hold_at_their_thresholds(predictions) -> None:
+    # Two classes of exactly MIN_BOOTSTRAP_GROUPS / 2 groups each pass both minima.
+    half = MIN_BOOTSTRAP_GROUPS // 2
+    y, prob_a, prob_b, groups = _pair(predictions, n_groups=2 * half, n_classes=2)
+    assert half >= MIN_BOOTSTRAP_GROUPS_PER_CLASS
+    result = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "auroc", 100)
+    assert result.no_interval_reason is None and result.n_valid_resamples == 100
+    keep = groups != groups[-1]  # one group fewer
+    fewer = cluster_bootstrap_difference(y[keep], prob_a[keep], prob_b[keep], groups[keep],
+                                         "auroc", 100)  # fmt: skip
+    assert fewer.no_interval_reason.startswith("too_few_groups:")
+    labels = np.repeat([0, 1, 2], [40, 30, MIN_BOOTSTRAP_GROUPS_PER_CLASS - 1])
+    reason = interval_refusal(labels, MIN_BOOTSTRAP_GROUPS, MIN_BOOTSTRAP_GROUPS_PER_CLASS)
+    assert reason.startswith(f"too_few_groups_in_class: class 2 has {labels.size - 70} test")
+    labels[-1] = 0  # still too few in class 2
+    assert interval_refusal(labels, 60, MIN_BOOTSTRAP_GROUPS_PER_CLASS).startswith("too_few")
+    assert interval_refusal(np.repeat([0, 1], 30), 60, 15) is None
 
 
 def test_worked_p_value_check() -> None:
@@ -128,23 +179,37 @@ def test_worked_p_value_check() -> None:
 
 def test_result_fields_and_interval_definition(predictions) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=30, per_group=2)
-    result = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "brier", 200, 0.9, 3)
+    result = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, "brier", 200, 0.9, 3, interval="percentile", **OPEN
+    )
     assert isinstance(result, BootstrapDifference)
     assert list(vars(result)) == [
         "metric", "estimate_a", "estimate_b", "difference", "ci_low", "ci_high", "p_value",
         "prob_a_larger", "prob_a_smaller", "n_samples", "n_groups", "n_resamples",
-        "n_valid_resamples", "confidence_level", "seed", "stratified", "differences",
+        "n_valid_resamples", "confidence_level", "seed", "stratified", "interval_method",
+        "no_interval_reason", "differences",
     ]  # fmt: skip
     assert (result.metric, result.n_samples, result.n_groups) == ("brier", 60, 30)
     assert (result.n_resamples, result.n_valid_resamples, result.seed) == (200, 200, 3)
+    assert (result.interval_method, result.no_interval_reason) == ("percentile", None)
     alpha = 1 - 0.9  # as specified: alpha/2 is then 0.04999999999999999, not 0.05
     low, high = np.quantile(result.differences, [alpha / 2, 1 - alpha / 2])
     assert (result.ci_low, result.ci_high) == (low, high)
 
-    interval = cluster_bootstrap_metric(y, prob_a, groups, "brier", 200, 0.9, 3)
+    # The default, expanded percentile interval: the same draws, quantiles at alpha'/2
+    # with n the smallest class's group count (30 groups over 3 classes: 10).
+    expanded = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "brier", 200, 0.9, 3, **OPEN)
+    np.testing.assert_array_equal(expanded.differences, result.differences)
+    tail = expanded_tail_probability(0.9, 10)
+    low, high = np.quantile(result.differences, [tail / 2, 1 - tail / 2])
+    assert (expanded.ci_low, expanded.ci_high) == (low, high)
+    assert expanded.interval_method == "expanded-percentile"
+    assert expanded.p_value == expanded_p_value(result.p_value, 10) >= result.p_value
+
+    interval = cluster_bootstrap_metric(y, prob_a, groups, "brier", 200, 0.9, 3, **OPEN)
     assert isinstance(interval, BootstrapInterval)
     # Paired: the same draws score both models, so a's values are the same as alone.
-    other = cluster_bootstrap_metric(y, prob_b, groups, "brier", 200, 0.9, 3)
+    other = cluster_bootstrap_metric(y, prob_b, groups, "brier", 200, 0.9, 3, **OPEN)
     np.testing.assert_allclose(interval.values - other.values, result.differences, atol=1e-15)
     assert interval.estimate == result.estimate_a
 
@@ -160,7 +225,9 @@ def test_groups_are_scored_on_mean_probabilities() -> None:
     assert result.estimate == pytest.approx(expected) and result.n_groups == 3
     binary = cluster_bootstrap_metric(y, prob[:, 1], groups, "brier", min_groups=1)
     assert binary.estimate == pytest.approx(expected)
-    same = cluster_bootstrap_metric(y, prob, np.array(["7", "7", "8", "8", "9"]), "brier", 50)
+    same = cluster_bootstrap_metric(
+        y, prob, np.array(["7", "7", "8", "8", "9"]), "brier", 50, **OPEN
+    )
     assert same.n_groups == 3
 
 
@@ -172,7 +239,7 @@ def test_invalid_resamples_are_dropped_and_counted(predictions) -> None:
         return np.where(weights[:, 0] > 1, np.nan, values)
 
     result = cluster_bootstrap_difference(
-        y, prob_a, prob_b, groups, sometimes_undefined, N_RESAMPLES, stratify=False
+        y, prob_a, prob_b, groups, sometimes_undefined, N_RESAMPLES, stratify=False, **OPEN
     )
     assert result.metric == "sometimes_undefined"
     assert 0 < result.n_valid_resamples < N_RESAMPLES
@@ -180,8 +247,9 @@ def test_invalid_resamples_are_dropped_and_counted(predictions) -> None:
     def never_defined(labels, prob, weights):
         return np.full(weights.shape[0], np.nan)
 
-    empty = cluster_bootstrap_difference(y, prob_a, prob_b, groups, never_defined, 50)
+    empty = cluster_bootstrap_difference(y, prob_a, prob_b, groups, never_defined, 50, **OPEN)
     assert empty.n_valid_resamples == 0 and math.isnan(empty.p_value)
+    assert empty.no_interval_reason.startswith("no_valid_resample:")
 
 
 def test_interval_covers_the_true_difference_at_about_the_nominal_rate() -> None:
@@ -231,6 +299,9 @@ def test_interval_covers_the_true_difference_at_about_the_nominal_rate() -> None
         ({"stratify": "yes"}, "stratify"),
         ({"metric": "f1"}, "unknown metric"),
         ({"metric": 3}, "metric"),
+        ({"min_groups_per_class": 0}, "min_groups_per_class"),
+        ({"min_groups_per_class": True}, "min_groups_per_class"),
+        ({"interval": "bca"}, "interval must be one of"),
     ],
 )
 def test_invalid_inputs_raise_comparison_error(change: dict, message: str) -> None:
@@ -244,6 +315,8 @@ def test_invalid_inputs_raise_comparison_error(change: dict, message: str) -> No
         "confidence_level": 0.95,
         "seed": 0,
         "stratify": True,
+        "min_groups_per_class": 1,
+        "interval": "expanded-percentile",
     }
     arguments.update(change)
     with pytest.raises(ComparisonError, match=message):
@@ -258,4 +331,45 @@ def test_invalid_inputs_raise_comparison_error(change: dict, message: str) -> No
             arguments["seed"],
             arguments["stratify"],
             min_groups=1,
+            min_groups_per_class=arguments["min_groups_per_class"],
+            interval=arguments["interval"],
         )
+
+
+def test_expanded_tail_probability_worked_value_and_limits() -> None:
+    # By hand: t_{14, 0.975} = 2.144787; times sqrt(15/14) = 2.220065; 2 (1 - Phi) = 0.02641.
+    assert expanded_tail_probability(0.95, 15) == pytest.approx(0.02641, abs=2e-5)
+    tails = [expanded_tail_probability(0.95, n) for n in (2, 5, 15, 60, 10_000)]
+    assert all(a < b for a, b in itertools.pairwise(tails))
+    assert tails[-1] == pytest.approx(0.05, abs=1e-4) and tails[-1] < 0.05
+    assert expanded_tail_probability(0.95, 1) == pytest.approx(0.05)
+
+
+@given(
+    p=st.floats(min_value=1e-6, max_value=1.0),
+    n_units=st.integers(min_value=2, max_value=500),
+)
+def test_expanded_p_value_inverts_the_tail_probability(p: float, n_units: int) -> None:
+    adjusted = expanded_p_value(p, n_units)
+    assert p <= adjusted <= 1.0
+    if adjusted < 1.0:
+        assert expanded_tail_probability(1.0 - adjusted, n_units) == pytest.approx(p, rel=1e-6)
+
+
+def test_expanded_interval_and_p_value_agree_on_excluding_zero() -> None:
+    rng = np.random.default_rng(3)
+    disagreements = 0
+    for _ in range(400):
+        d = rng.normal(rng.uniform(-0.05, 0.05), 0.02, size=999)
+        low, high, p, _, _ = difference_statistics(
+            d, 0.95, method="expanded-percentile", n_units=20
+        )
+        if abs(p - 0.05) > 0.005:  # away from the quantile-interpolation edge
+            disagreements += (low > 0 or high < 0) != (p <= 0.05)
+    assert disagreements == 0
+
+
+def test_expansion_units() -> None:
+    assert expansion_units(np.repeat([0, 1, 2], [40, 9, 1]), stratified=True) == 9
+    assert expansion_units(np.repeat([0, 1, 2], [40, 9, 1]), stratified=False) == 50
+    assert expansion_units(np.array([0, 1]), stratified=True) == 0

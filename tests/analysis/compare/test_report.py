@@ -26,7 +26,11 @@ from deepecgkit.analysis.compare import (
     statistical_report,
 )
 from deepecgkit.analysis.compare.reliability_plot import reliability_figure
-from deepecgkit.analysis.constants import REPORT_PAIRED_METRICS
+from deepecgkit.analysis.constants import (
+    MIN_BOOTSTRAP_GROUPS,
+    MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+    REPORT_PAIRED_METRICS,
+)
 from deepecgkit.analysis.predictions import read_predictions
 from deepecgkit.analysis.statistics import holm_adjust
 
@@ -36,20 +40,21 @@ CSV_COLUMNS = {
     "run_summary.csv": [
         "run_id", "model", "dataset", "seed", "params_fingerprint", "partial", "n_samples",
         "n_groups", "metric", "direction", "estimate", "ci_low", "ci_high", "n_resamples",
-        "n_valid_resamples", "confidence_level",
+        "n_valid_resamples", "confidence_level", "interval_method", "no_interval_reason",
     ],
     "level_metrics.csv": [
         "run_id", "model", "dataset", "seed", "level", "n_units", "metric", "value",
     ],
     "reliability.csv": [
         "run_id", "model", "dataset", "seed", "bin", "bin_lower", "bin_upper", "count",
-        "fraction", "mean_confidence", "accuracy", "gap",
+        "fraction", "mean_confidence", "accuracy", "gap", "curve",
     ],
     "paired_comparisons.csv": [
         "dataset", "seed", "reference_model", "candidate_model", "reference_run_id",
         "candidate_run_id", "partial", "metric", "higher_is_better", "n_samples", "n_groups",
         "reference_value", "candidate_value", "delta", "ci_low", "ci_high", "p_value", "p_holm",
         "probability_candidate_better", "n_resamples", "n_valid_resamples", "confidence_level",
+        "interval_method", "no_interval_reason",
     ],
     "mcnemar.csv": [
         "dataset", "seed", "reference_model", "candidate_model", "reference_run_id",
@@ -62,8 +67,9 @@ CSV_COLUMNS = {
 }  # fmt: skip
 METRIC_ORDER = [
     "balanced_accuracy", "accuracy", "macro_f1", "auroc", "macro_auprc", "brier", "nll", "ece",
-    "recall_0", "recall_1", "recall_2", "mean_normalized_entropy", "class_coverage",
-    "max_predicted_class_fraction", "exact_class_collapse", "near_class_collapse",
+    "classwise_ece", "recall_0", "recall_1", "recall_2", "mean_normalized_entropy",
+    "class_coverage", "max_predicted_class_fraction", "exact_class_collapse",
+    "near_class_collapse",
 ]  # fmt: skip
 
 
@@ -158,15 +164,16 @@ def test_column_lists_and_orders(report) -> None:
     assert summary["run_id"].is_monotonic_increasing
     levels = report.level_metrics
     one = levels[levels["run_id"] == "good/resnet_af_seed1"]
-    assert one["level"].tolist() == ["sample"] * 16 + ["group"] * 16
-    assert one["n_units"].tolist() == [36] * 16 + [12] * 16
+    n_metrics = len(METRIC_ORDER)
+    assert one["level"].tolist() == ["sample"] * n_metrics + ["group"] * n_metrics
+    assert one["n_units"].tolist() == [180] * n_metrics + [60] * n_metrics
     assert one["metric"].tolist() == METRIC_ORDER * 2
 
 
 def test_csv_format(report) -> None:
     text = (report.out_dir / "run_summary.csv").read_text(encoding="utf-8")
     collapse = next(line for line in text.splitlines() if ",exact_class_collapse," in line)
-    assert collapse.endswith(",none,0.0,,,,,")
+    assert collapse.endswith(",none,0.0,,,,,,,")
     written = pd.read_csv(report.out_dir / "run_summary.csv")
     np.testing.assert_array_equal(written["estimate"], report.run_summary["estimate"])
     assert set(pd.read_csv(report.out_dir / "mcnemar.csv")["anti_conservative"]) <= {True, False}
@@ -190,30 +197,56 @@ def test_group_intervals_equal_the_public_bootstrap(report, corpus: Path) -> Non
         assert row["n_valid_resamples"] == expected.n_valid_resamples
 
 
-def test_ece_agrees_between_title_summary_and_reliability(report) -> None:
-    ece = report.run_summary.query("metric == 'ece'").set_index("run_id")["estimate"]
-    reliability = report.reliability
-    for run_id, value in ece.items():
-        rows = reliability[reliability["run_id"] == run_id]
-        assert len(rows) == BINS and rows["count"].sum() == rows["count"].sum()
-        filled = rows[rows["count"] > 0]
-        assert abs(value - (filled["fraction"] * filled["gap"].abs()).sum()) <= 1e-12
-        empty = rows[rows["count"] == 0]
-        assert empty[["mean_confidence", "accuracy", "gap"]].isna().all().all()
-        assert (empty["fraction"] == 0).all()
+def _titles(report: ReportResult) -> dict[str, str]:
     titles = {}
     for entry in report.manifest["figures"]:
         if entry["format"] == "png":
             with Image.open(report.out_dir / entry["path"]) as image:
                 titles[entry["run_id"]] = image.text["Title"]
+    return titles
+
+
+def _curve_ece(rows: pd.DataFrame) -> float:
+    filled = rows[rows["count"] > 0]
+    return float((filled["fraction"] * filled["gap"].abs()).sum())
+
+
+def test_ece_agrees_between_title_summary_and_reliability(report) -> None:
+    summary = report.run_summary
+    ece = summary.query("metric == 'ece'").set_index("run_id")["estimate"]
+    classwise = summary.query("metric == 'classwise_ece'").set_index("run_id")["estimate"]
+    reliability = report.reliability
+    for run_id, value in ece.items():
+        rows = reliability[reliability["run_id"] == run_id]
+        top = rows[rows["curve"] == "top_label"]
+        assert len(top) == BINS
+        assert abs(value - _curve_ece(top)) <= 1e-12
+        curves = rows[rows["curve"] != "top_label"].groupby("curve")
+        per_class = [_curve_ece(curve) for _, curve in curves]
+        assert abs(classwise[run_id] - np.mean(per_class)) <= 1e-12
+        empty = rows[rows["count"] == 0]
+        assert empty[["mean_confidence", "accuracy", "gap"]].isna().all().all()
+        assert (empty["fraction"] == 0).all()
+    titles = _titles(report)
     assert set(titles) == set(ece.index)
     for run_id, title in titles.items():
         assert f"ECE = {ece[run_id]:.4f} ({BINS} bins, group level)" in title
+        assert f"class-wise ECE = {classwise[run_id]:.4f}" in title
         assert "PARTIAL" not in title
 
 
+def test_two_class_runs_get_the_positive_class_diagram(report) -> None:
+    rows = report.reliability.query("run_id == 'tiny/few_groups_seed1'")
+    assert sorted(set(rows["curve"])) == ["class_1", "top_label"]
+    three = report.reliability.query("run_id == 'good/resnet_af_seed1'")
+    assert sorted(set(three["curve"])) == ["class_0", "class_1", "class_2", "top_label"]
+    titles = _titles(report)
+    assert "diagram: class 1" in titles["tiny/few_groups_seed1"]
+    assert "diagram" not in titles["good/resnet_af_seed1"]
+
+
 def test_empty_bins_are_gaps_in_the_figure(report) -> None:
-    rows = report.reliability[report.reliability["run_id"] == "good/resnet_af_seed1"]
+    rows = report.reliability.query("run_id == 'good/resnet_af_seed1' and curve == 'top_label'")
     empty = (rows["count"] == 0).to_numpy()
     assert empty.any() and (~empty).any()
     figure = reliability_figure(rows, BINS, "t")
@@ -233,7 +266,7 @@ def test_partial_title_and_reliability_bins(corpus, tmp_path) -> None:
     assert result.manifest["inputs"][0]["run_id"] == "missing_split_seed1"
     with Image.open(result.figures[0]) as image:
         assert "PARTIAL" in image.text["Title"]
-    bins = result.reliability
+    bins = result.reliability.query("curve == 'top_label'")
     assert bins["bin_lower"].tolist() == [b / 10 for b in range(10)]
     assert bins["bin_upper"].tolist() == [(b + 1) / 10 for b in range(10)]
     assert bins["count"].sum() == 12
@@ -264,7 +297,14 @@ def test_manifest_hashes_match_the_files(report, corpus: Path) -> None:
     assert len(manifest["plotting_source_sha256"]) == 64
     caveats = {c["code"]: c for c in manifest["caveats"]}
     assert caveats["mcnemar_sample_level_anti_conservative"]["text"] == MCNEMAR_CAVEAT
-    assert caveats["too_few_groups"]["run_ids"] == ["tiny/few_groups_seed1"]
+    too_few = ["duplicates/newer_seed1", "pairs/class_mismatch_seed1", "tiny/few_groups_seed1"]
+    assert caveats["too_few_groups"]["run_ids"] == too_few
+    assert caveats["too_few_groups"]["reasons"]["tiny/few_groups_seed1"] == (
+        f"too_few_groups: 4 test groups; an interval needs at least {MIN_BOOTSTRAP_GROUPS}"
+    )
+    assert manifest["settings"]["interval"] == "expanded-percentile"
+    assert manifest["settings"]["min_bootstrap_groups"] == MIN_BOOTSTRAP_GROUPS
+    assert manifest["settings"]["min_bootstrap_groups_per_class"] == MIN_BOOTSTRAP_GROUPS_PER_CLASS
     assert "seeds" in manifest["interval_statement"]
 
 
@@ -274,6 +314,19 @@ def test_too_few_groups_get_point_estimates_only(report) -> None:
     assert intervals["estimate"].notna().all()
     assert intervals[["ci_low", "ci_high"]].isna().all().all()
     assert (intervals["n_valid_resamples"] == 0).all()
+    assert set(intervals["no_interval_reason"]) == {
+        f"too_few_groups: 4 test groups; an interval needs at least {MIN_BOOTSTRAP_GROUPS}"
+    }
+    good = report.run_summary.query("run_id == 'good/resnet_af_seed1'")
+    assert good.loc[~good["metric"].str.contains("collapse"), "no_interval_reason"].isna().all()
+    assert set(good["interval_method"].dropna()) == {"expanded-percentile"}
+    assert "no intervals: too_few_groups: 4 test groups" in _titles(report)["tiny/few_groups_seed1"]
+    # A run with enough groups overall but too few in a class (12 groups, 3 per class).
+    written = pd.read_csv(report.out_dir / "run_summary.csv")
+    mismatch = written.query("run_id == 'pairs/class_mismatch_seed1'")["no_interval_reason"]
+    assert set(mismatch) >= {
+        f"too_few_groups: 12 test groups; an interval needs at least {MIN_BOOTSTRAP_GROUPS}"
+    }
 
 
 def test_paired_rows_equal_the_public_bootstrap(report, corpus: Path) -> None:
@@ -300,7 +353,7 @@ def test_paired_rows_equal_the_public_bootstrap(report, corpus: Path) -> None:
             expected.ci_high,
             expected.p_value,
         )
-        lower_is_better = name in {"brier", "nll", "ece"}
+        lower_is_better = name in {"brier", "nll", "ece", "classwise_ece"}
         assert row["higher_is_better"] is not lower_is_better
         better = expected.prob_a_smaller if lower_is_better else expected.prob_a_larger
         assert row["probability_candidate_better"] == better
@@ -308,7 +361,7 @@ def test_paired_rows_equal_the_public_bootstrap(report, corpus: Path) -> None:
 
 def test_probability_candidate_better_reverses_for_loss_metrics(report) -> None:
     paired = report.paired_comparisons
-    losses = paired[paired["metric"].isin(["brier", "nll", "ece"])]
+    losses = paired[paired["metric"].isin(["brier", "nll", "ece", "classwise_ece"])]
     assert len(losses) > 0
     for _, row in losses.iterrows():
         if row["delta"] < 0 and row["ci_high"] < 0:  # candidate clearly smaller: better
@@ -352,7 +405,7 @@ def test_mcnemar_rows(report, corpus: Path) -> None:
     assert (table["p_mid"] <= table["p_value"]).all()
     assert table.loc[table["level"] == "sample", "anti_conservative"].all()
     assert not table.loc[table["level"] == "group", "anti_conservative"].any()
-    assert set(table.loc[table["level"] == "group", "n_units"]) == {12}
+    assert set(table.loc[table["level"] == "group", "n_units"]) == {60}
 
 
 def test_refuses_to_overwrite_and_changes_nothing(report, corpus: Path) -> None:

@@ -40,7 +40,7 @@ def test_success_line_and_refusal_to_overwrite(capsys, corpus: Path, tmp_path: P
     )  # fmt: skip
     assert code == 0 and err == ""
     assert stdout == (
-        f"report written to {out}: 16 runs (4 partial), 19 excluded, 24 comparison rows\n"
+        f"report written to {out}: 16 runs (4 partial), 19 excluded, 27 comparison rows\n"
     )
     before = _digests(out)
     code, stdout, err = _run(capsys, str(corpus), "--out", str(out), "--no-plots")
