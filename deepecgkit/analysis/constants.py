@@ -13,6 +13,8 @@ can both depend on it.
 
 from __future__ import annotations
 
+import math
+
 # --- Coverage and defaults -------------------------------------------------
 
 #: Default two-sided coverage of every interval.
@@ -43,7 +45,10 @@ MIN_MODELS_FOR_TAU = 3
 #: A paired sample whose SD is at or below this counts as having zero variance.
 ZERO_VARIANCE_TOL = 1e-12
 
-#: Sentinel seed for runs whose seed could not be determined.
+#: Kept for compatibility; no longer an in-band marker. A run whose seed
+#: cannot be determined has no seed (None in a record, a missing value in a
+#: frame, ``null`` in ``run_metadata.json``); -1 is an ordinary seed like any
+#: other, so a real seed -1 never pairs with a run of unknown seed.
 LEGACY_SEED = -1
 
 # --- Duplicate policies and FDR families ----------------------------------------
@@ -81,6 +86,9 @@ SPLIT_INFO_FILENAME = "split_info.json"
 PREDICTIONS_FILENAME = "predictions.csv"
 #: Optional per-sample validation predictions (used to fit a temperature).
 VAL_PREDICTIONS_FILENAME = "val_predictions.csv"
+#: Largest metrics, metadata or split file read (bytes); a larger one is unreadable.
+#: 64 MiB holds a split file listing millions of test groups; nothing real is larger.
+MAX_RUN_FILE_BYTES = 64 * 1024 * 1024
 
 # --- Metric schemas ---------------------------------------------------------------------
 
@@ -110,6 +118,40 @@ MULTI_LABEL_METRICS = (
 
 #: Metrics where a smaller value wins.
 LOWER_IS_BETTER = frozenset(_CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
+
+#: Closed range of every metric above (infinity where a metric is unbounded). A
+#: value outside it cannot be a measurement of that metric (an F1 of 7.5, a
+#: negative Brier score), so discovery drops it and lists the run. The Brier
+#: score is the sum-over-classes form, in [0, 2] (docs of
+#: ``deepecgkit.evaluation.calibration``); NLL and the temperature are unbounded above.
+_CALIBRATION_RANGES = {
+    "ece": (0.0, 1.0),
+    "adaptive_ece": (0.0, 1.0),
+    "mce": (0.0, 1.0),
+    "brier": (0.0, 2.0),
+    "nll": (0.0, math.inf),
+}
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(
+        (
+            "accuracy",
+            "balanced_accuracy",
+            "label_accuracy",
+            "exact_match_accuracy",
+            "precision",
+            "recall",
+            "f1",
+            "auroc",
+        ),
+        (0.0, 1.0),
+    ),
+    "mcc": (-1.0, 1.0),
+    **_CALIBRATION_RANGES,
+    **{f"{name}_temp": bounds for name, bounds in _CALIBRATION_RANGES.items()},
+    "temperature": (0.0, math.inf),
+}
+#: Slack beyond a range's ends for floating-point rounding (an F1 of 1 + 1e-16).
+METRIC_RANGE_TOLERANCE = 1e-9
 
 # --- Flip verdicts (exact strings) --------------------------------------------------------
 
@@ -175,8 +217,11 @@ __all__ = [
     "FDR_FAMILY_TESTABLE",
     "LEGACY_SEED",
     "LOWER_IS_BETTER",
+    "MAX_RUN_FILE_BYTES",
     "METADATA_FILENAME",
     "METRICS_FILENAME",
+    "METRIC_RANGES",
+    "METRIC_RANGE_TOLERANCE",
     "MIN_COLLAPSE_GAP",
     "MIN_MODELS_FOR_TAU",
     "MIN_SEEDS_FOR_CLAIM",

@@ -38,10 +38,14 @@ _TITLE_FONTSIZE = 9
 
 
 def reliability_title(
-    model: str, dataset: str, seed: int, n_groups: int, ece: float, bins: int, partial: bool
+    model: str, dataset: str, seed: int | None, n_groups: int, ece: float, bins: int, partial: bool
 ) -> str:
-    """Figure title: run identity, group count and ``ECE = x.xxxx (<bins> bins, group level)``."""
-    first = f"{model} | {dataset} | seed {seed} | {n_groups} groups"
+    """Figure title: run identity, group count and ``ECE = x.xxxx (<bins> bins, group level)``.
+
+    A seed of None (not recorded) is shown as ``unknown``.
+    """
+    shown = "unknown" if seed is None else seed
+    first = f"{model} | {dataset} | seed {shown} | {n_groups} groups"
     if partial:
         first += " | PARTIAL"
     return f"{first}\nECE = {ece:.4f} ({bins} bins, group level)"
