@@ -262,12 +262,21 @@ def read_regular_file(
             raise UnreadableFileError(path, f"not a regular file ({_kind(info.st_mode)})")
         if max_bytes is not None and info.st_size > max_bytes:
             raise UnreadableFileError(path, f"larger than {max_bytes} bytes")
-        budget = info.st_size + _READ_SLACK if max_bytes is None else max_bytes + 1
-        chunks = []
-        while budget > 0 and (chunk := os.read(descriptor, budget)):
-            chunks.append(chunk)
-            budget -= len(chunk)
-        data = b"".join(chunks)
+        # Never ask for more than the file holds (plus slack): os.read allocates
+        # the whole request up front, so asking for max_bytes would cost 64 MiB a file.
+        budget = info.st_size + _READ_SLACK
+        if max_bytes is not None:
+            budget = min(budget, max_bytes + 1)
+        data = os.read(descriptor, budget)
+        if len(data) < info.st_size:
+            # A short read before the size fstat reported: read on to the end. (One
+            # read that reaches the stat size is the whole file, and saves a second
+            # system call per file, a sixth of discovery's calls.)
+            chunks, budget = [data], budget - len(data)
+            while budget > 0 and (chunk := os.read(descriptor, budget)):
+                chunks.append(chunk)
+                budget -= len(chunk)
+            data = b"".join(chunks)
         if max_bytes is not None and len(data) > max_bytes:
             raise UnreadableFileError(path, f"larger than {max_bytes} bytes")
         return data, info

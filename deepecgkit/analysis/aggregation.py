@@ -8,9 +8,15 @@ travel with every record. Metric columns are looked up one by one: a run
 written before a metric existed is still readable and simply contributes
 nothing to that metric.
 
-Discovery never raises on a bad run. Every directory that cannot be used
-lands in one of four diagnostics lists (``unreadable``, ``no_seed``,
-``duplicate``, ``failed``) with its reason, so nothing vanishes silently.
+Discovery never raises on a bad run and never hangs on one. Every file is
+opened through :func:`~deepecgkit.analysis._io.read_regular_file` (no
+blocking on a FIFO, a type check on the open descriptor, a bounded read).
+Every directory that cannot be used lands in one of the diagnostics lists
+(``unreadable``, ``no_seed``, ``duplicate``, ``failed``) with its reason, and
+every usable run from which something was set aside (an out-of-range value,
+a repeated column, an unusable split size) in ``suspect``, so nothing
+vanishes silently. Seeds are kept as exact Python ints of any size; a run
+whose seed cannot be determined has none (``None``), so -1 is an ordinary seed.
 
 Reading is deliberately done with the standard library's ``csv`` and
 ``json`` modules rather than ``pandas.read_csv``: a grid of 100,000 runs
@@ -271,8 +277,11 @@ def _parse_metrics_csv(data: bytes) -> tuple[list[str], list[str]] | str:
 
 def _first_cells(header: list[str], row: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
     """Cells by column name (the first of repeated names) and every repeated name's cells."""
-    cells: dict[str, str] = {}
+    cells: dict[str, str] = dict(zip(header, row, strict=True))
     repeated: dict[str, list[str]] = {}
+    if len(cells) == len(header):  # the usual case: no name repeated
+        return cells, repeated
+    cells = {}
     for name, cell in zip(header, row, strict=True):
         if name in cells:
             repeated.setdefault(name, [cells[name]]).append(cell)
@@ -281,11 +290,16 @@ def _first_cells(header: list[str], row: list[str]) -> tuple[dict[str, str], dic
     return cells, repeated
 
 
-def _checked_metric(name: str, value: float, notes: list[str]) -> float:
-    """``value``, or NaN (with a note) when it lies outside the metric's range."""
-    low, high = METRIC_RANGES.get(name, (-math.inf, math.inf))
-    if math.isnan(value) or low - METRIC_RANGE_TOLERANCE <= value <= high + METRIC_RANGE_TOLERANCE:
-        return value
+#: Each metric's range widened by the rounding tolerance, looked up once per cell.
+_ACCEPTED = {
+    name: (low - METRIC_RANGE_TOLERANCE, high + METRIC_RANGE_TOLERANCE)
+    for name, (low, high) in METRIC_RANGES.items()
+}
+
+
+def _out_of_range(name: str, value: float, notes: list[str]) -> float:
+    """NaN, with a note saying that ``value`` lies outside the metric's range."""
+    low, high = METRIC_RANGES[name]
     notes.append(f"{name} {value!r} outside [{low:g}, {high:g}]; dropped")
     return math.nan
 
@@ -382,13 +396,19 @@ def read_run(run_dir: Path | str) -> RunRecord | UnreadableRun:
     schema = MULTI_LABEL_METRICS if multi_label else SINGLE_LABEL_METRICS
     metrics: dict[str, float] = {}
     for name in schema:
-        if name not in cells:
+        cell = cells.get(name)
+        if cell is None:
             continue
-        if name in repeated:
+        if repeated and name in repeated:
             notes.append(f"column {name} appears {len(repeated[name])} times; dropped")
             metrics[name] = math.nan
-        else:
-            metrics[name] = _checked_metric(name, _cell_float(cells[name]), notes)
+            continue
+        value = _cell_float(cell)
+        low, high = _ACCEPTED[name]
+        # NaN fails both comparisons and equals nothing: missing, not out of range.
+        metrics[name] = (
+            value if low <= value <= high or value != value else _out_of_range(name, value, notes)
+        )
     if multi_label:
         averaging = AVERAGING_MACRO_LABEL
     else:

@@ -132,19 +132,12 @@ _CALIBRATION_RANGES = {
     "nll": (0.0, math.inf),
 }
 METRIC_RANGES: dict[str, tuple[float, float]] = {
-    **dict.fromkeys(
-        (
-            "accuracy",
-            "balanced_accuracy",
-            "label_accuracy",
-            "exact_match_accuracy",
-            "precision",
-            "recall",
-            "f1",
-            "auroc",
-        ),
-        (0.0, 1.0),
-    ),
+    # Accuracies, precision, recall, F1 and AUROC are fractions.
+    **{
+        name: (0.0, 1.0)
+        for name in (*SINGLE_LABEL_METRICS, *MULTI_LABEL_METRICS)
+        if name not in CALIBRATION_METRICS
+    },
     "mcc": (-1.0, 1.0),
     **_CALIBRATION_RANGES,
     **{f"{name}_temp": bounds for name, bounds in _CALIBRATION_RANGES.items()},

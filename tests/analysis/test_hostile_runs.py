@@ -33,7 +33,8 @@ from deepecgkit.analysis.constants import (
 )
 from deepecgkit.analysis.latex import compile_table, latex_engine, needs_unicode_engine
 from deepecgkit.analysis.ranking import paired_difference, rank_within_seed
-from deepecgkit.analysis.synthetic import SplitSizes, write_run_directory
+from deepecgkit.analysis.run_cache import scan_tree_state
+from deepecgkit.analysis.synthetic import write_run_directory
 
 LOGREG_AF = "logreg-features_synthetic-af"
 CNN_AF = "simple-cnn_synthetic-af"
@@ -158,7 +159,7 @@ def test_directory_name_not_valid_utf8_is_listed_with_its_reason(
 def _discover_as_user(root: str) -> dict[str, list[str]]:
     flat = discover_runs([root])[1]["unreadable"]
     deep = discover_runs([root], recursive=True)[1]["unreadable"]
-    return {"flat": flat, "recursive": deep}
+    return {"flat": flat, "recursive": deep, "sensor": list(scan_tree_state(root).pending)}
 
 
 def test_run_directory_that_cannot_be_listed_is_reported_not_lost(as_unprivileged) -> None:
@@ -179,7 +180,7 @@ def test_run_directory_that_cannot_be_listed_is_reported_not_lost(as_unprivilege
         os.chmod(base / "m_d_seed1", 0o755)
         shutil.rmtree(base)
     entry = f"{base / 'm_d_seed1'} (cannot be listed: permission denied)"
-    assert found == {"flat": [entry], "recursive": [entry]}
+    assert found == {"flat": [entry], "recursive": [entry], "sensor": [str(base / "m_d_seed1")]}
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
@@ -274,33 +275,22 @@ def test_out_of_range_metric_values_and_duplicated_columns_are_flagged_not_ranke
 
 
 def test_non_positive_n_train_is_an_unknown_split_size_with_the_same_note(
-    capsys, tmp_path: Path
+    capsys, tmp_path: Path, worked_example_root: Path
 ) -> None:
     root = tmp_path / "runs"
-    sizes = SplitSizes(n_train=0, n_val=10, n_test=200, n_test_groups=180)
-    scores = {"a": (0.80, 0.82, 0.79, 0.81, 0.83), "b": (0.76, 0.78, 0.76, 0.77, 0.78)}
-    for dataset, sign in (("d1", 1), ("d2", -1)):
-        for model, values in scores.items():
-            for seed, value in enumerate(values):
-                shifted = value if sign > 0 or model == "a" else value + 0.1
-                write_run_directory(
-                    root / f"{model}_{dataset}_seed{seed}",
-                    model=model,
-                    dataset=dataset,
-                    metrics={"f1": shifted},
-                    seed=seed,
-                    split_sizes=sizes,
-                )
+    shutil.copytree(worked_example_root, root)
+    for split_info in root.glob(f"*/{SPLIT_INFO_FILENAME}"):
+        edit_json(split_info, n_train=0)
     records, diagnostics = discover_runs([root])
     assert {r.n_train for r in records} == {None}
-    assert len(diagnostics["suspect"]) == 20
+    assert len(diagnostics["suspect"]) == 30
     assert diagnostics["suspect"][0].endswith(
         "(split_info.json n_train 0 is not a usable count; unknown)"
     )
     code, stdout, _ = run_cli(capsys, ["rank", root, "--out", tmp_path / "rank"])
     assert code == 0
     assert (
-        "note: split sizes unknown for 20 run(s); their comparisons use the uncorrected "
+        "note: split sizes unknown for 30 run(s); their comparisons use the uncorrected "
         "standard error"
     ) in stdout
 
@@ -408,3 +398,14 @@ def test_nan_and_in_range_values_are_not_suspect(tmp_path: Path) -> None:
     record = _one_run(tmp_path, f1=1.0, mcc=-1.0, nll=math.inf, brier=2.0, accuracy=math.nan)()
     assert record.suspect == ()
     assert record.metrics["nll"] == math.inf and math.isnan(record.metrics["accuracy"])
+
+
+def test_every_metric_of_both_schemas_has_a_range() -> None:
+    from deepecgkit.analysis.constants import (
+        METRIC_RANGES,
+        MULTI_LABEL_METRICS,
+        SINGLE_LABEL_METRICS,
+    )
+
+    assert set(METRIC_RANGES) == {*SINGLE_LABEL_METRICS, *MULTI_LABEL_METRICS}
+    assert all(low < high for low, high in METRIC_RANGES.values())
