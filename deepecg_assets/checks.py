@@ -1,11 +1,14 @@
 """Asset checks: what a person should look at before trusting a table.
 
 Severities: data-quality findings (dropped averaging minorities, bimodal
-cells, untestable flips) are WARN, because the analysis handles them
-honestly and reports them; a ``.tex`` file that does not compile is ERROR,
-because it would break the paper's build. The check for unreadable or failed
+cells, untestable flips, transfer cells without a score) are WARN, because
+the analysis handles them honestly and reports them; a ``.tex`` file that
+does not compile, and a selection that leaves nothing to rank, are ERROR,
+because they would break the paper's build or empty every table. The check for unreadable or failed
 runs lives with ``discovered_runs``, which holds the diagnostics.
 """
+
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -17,14 +20,14 @@ from deepecg_assets.assets.tables import (
     results_table_stems,
     table_paths,
 )
-from deepecg_assets.assets.transfer import TRANSFER_TABLE_STEM
+from deepecg_assets.assets.transfer import LISTED_CELLS, TRANSFER_TABLE_STEM, failed_cells
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis.constants import (
     CORRECTION_UNAVAILABLE,
     VERDICT_SUPPORTED,
     VERDICT_UNTESTABLE,
 )
-from deepecgkit.analysis.latex import compile_table, latex_engine
+from deepecgkit.analysis.latex import UNICODE_ENGINES, compile_table, latex_engine
 from deepecgkit.analysis.ranking import rank_within_seed
 from deepecgkit.analysis.statistics import collapse_gap_floor, is_bimodal
 
@@ -79,6 +82,32 @@ def no_bimodal_cells(
         severity=_WARN,
         description=f"{len(cells)} bimodal cell(s) in {analysis.metric}",
         metadata={"metric": analysis.metric, "cells": dg.MetadataValue.json(cells[:LISTED_ROWS])},
+    )
+
+
+@dg.asset_check(
+    asset="rank_distribution",
+    description="The configured metric, models and datasets leave something to rank.",
+)
+def selection_leaves_runs_to_rank(
+    rank_distribution: pd.DataFrame, analysis: AnalysisSettings
+) -> dg.AssetCheckResult:
+    """ERROR when the rank distribution is empty: every table built on it would be empty."""
+    selection = {
+        "metric": analysis.metric,
+        "models": analysis.models or "all",
+        "datasets": analysis.datasets or "all",
+    }
+    cells = len(rank_distribution)
+    return dg.AssetCheckResult(
+        passed=cells > 0,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=(
+            f"{cells} (dataset, model) cell(s) ranked"
+            if cells
+            else "nothing to rank: no seeded run with a finite value matches the selection"
+        ),
+        metadata={"cells": cells, "selection": dg.MetadataValue.json(selection)},
     )
 
 
@@ -168,29 +197,53 @@ def flips_nadeau_bengio_applied(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
 
 
 def _compile_check(paths: list) -> dg.AssetCheckResult:
-    """Compile every table in ``paths`` with pdflatex; ERROR when one fails."""
-    engine = latex_engine()
-    if engine is None:
+    """Compile every table in ``paths`` with the engine it needs; ERROR when one fails.
+
+    A table of plain names compiles with pdflatex; one holding characters
+    pdflatex cannot typeset (CJK, Hebrew ...) with lualatex or xelatex. When
+    that engine is not installed the table is not checked, which fails the
+    check with WARN: it will not compile with the engines this machine has.
+    """
+    if latex_engine() is None:
         return dg.AssetCheckResult(
             passed=True,
             description="no LaTeX engine (pdflatex) is installed here; compilation not checked",
             metadata={"checked": False},
         )
     failures: dict[str, str] = {}
+    unchecked: dict[str, str] = {}
+    engines: dict[str, str] = {}
     for path in paths:
         try:
             table = path.read_text(encoding="utf-8")
         except OSError as exc:
             failures[path.name] = f"cannot read: {exc}"
             continue
+        engine = latex_engine(table)
+        if engine is None:
+            unchecked[path.name] = (
+                f"needs {' or '.join(UNICODE_ENGINES)} (characters pdflatex cannot typeset); "
+                "none is installed here"
+            )
+            continue
+        engines[path.name] = Path(engine).name
         ok, reason = compile_table(table, engine=engine)
         if not ok:
             failures[path.name] = reason
+    compiled = len(paths) - len(failures) - len(unchecked)
     return dg.AssetCheckResult(
-        passed=not failures,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description=f"{len(paths) - len(failures)} of {len(paths)} table(s) compile",
-        metadata={"checked": True, "engine": engine, "failures": dg.MetadataValue.json(failures)},
+        passed=not failures and not unchecked,
+        severity=dg.AssetCheckSeverity.ERROR if failures else _WARN,
+        description=(
+            f"{compiled} of {len(paths)} table(s) compile"
+            + (f"; {len(unchecked)} need an engine that is not installed" if unchecked else "")
+        ),
+        metadata={
+            "checked": True,
+            "engine": dg.MetadataValue.json(engines),
+            "failures": dg.MetadataValue.json(failures),
+            "unchecked": dg.MetadataValue.json(unchecked),
+        },
     )
 
 
@@ -240,8 +293,26 @@ def transfer_table_compiles(output_folder: OutputFolderResource) -> dg.AssetChec
     return _compile_check(paths)
 
 
+@dg.asset_check(
+    asset="transfer_matrix",
+    description="Every transfer cell has a score (an unreadable checkpoint empties its row).",
+)
+def every_transfer_cell_scored(transfer_matrix: pd.DataFrame) -> dg.AssetCheckResult:
+    failed = failed_cells(transfer_matrix)
+    return dg.AssetCheckResult(
+        passed=not failed,
+        severity=_WARN,
+        description=f"{len(failed)} of {len(transfer_matrix)} transfer cell(s) have no score",
+        metadata={
+            "failed_cells": len(failed),
+            "notes": dg.MetadataValue.json(failed[:LISTED_CELLS]),
+        },
+    )
+
+
 ALL_CHECKS = [
     no_dropped_averaging_minorities,
+    selection_leaves_runs_to_rank,
     no_bimodal_cells,
     no_untestable_flips,
     results_tables_compile,
@@ -251,4 +322,5 @@ ALL_CHECKS = [
     transfer_table_compiles,
     supported_flips_survive_fdr,
     flips_nadeau_bengio_applied,
+    every_transfer_cell_scored,
 ]

@@ -9,17 +9,23 @@ renamed into place, so a crash never leaves half a frame.
 CSV does not carry types, so loading restores them from the column names
 every frame of this project uses: name-like columns stay strings (a model
 called ``007`` stays ``007``), flags become booleans, everything else is
-numeric. Floats are written at full round-trip precision, so a stored frame
-reads back equal to what the library produced.
+numeric. A numeric column whose every cell is an integer literal is read as
+exact integers (int64, nullable Int64 when a cell is empty, Python ints
+beyond int64), never through float, so a 64-bit seed reads back exactly;
+pandas writes every float with a decimal point or an exponent, so a float
+column is never mistaken for one. Floats are written at full round-trip
+precision, so a stored frame reads back equal to what the library produced.
 """
 
 import io
+import re
 
 import dagster as dg
 import numpy as np
 import pandas as pd
 
 from deepecg_assets.resources import OutputFolderResource
+from deepecgkit.analysis._int_columns import exact_int_array
 from deepecgkit.analysis._io import atomic_write_text
 
 #: Columns that always hold text.
@@ -59,6 +65,7 @@ STRING_COLUMNS = frozenset(
         "path",
         "reason_code",
         "detail",
+        "suspect",
     }
 )
 #: Columns that always hold booleans.
@@ -68,11 +75,18 @@ BOOL_COLUMNS = frozenset(
 #: Rows shown in the Markdown preview attached to every materialisation.
 PREVIEW_ROWS = 10
 _TRUE_TEXT = {"True": True, "False": False}
+_INTEGER_CELL = re.compile(r"[+-]?\d+")
 
 
 def frame_to_csv(frame: pd.DataFrame) -> str:
     """CSV text of ``frame``: no index, NaN as an empty field, floats at full precision."""
     return frame.to_csv(index=False, lineterminator="\n")
+
+
+def _is_integer_column(values: pd.Series) -> bool:
+    """Every cell an integer literal or empty, and at least one not empty."""
+    filled = values[values != ""]
+    return len(filled) > 0 and bool(filled.str.fullmatch(_INTEGER_CELL).all())
 
 
 def frame_from_csv(text: str) -> pd.DataFrame:
@@ -85,6 +99,8 @@ def frame_from_csv(text: str) -> pd.DataFrame:
             frame[column] = values.astype(object)
         elif column in BOOL_COLUMNS:
             frame[column] = values.map(_TRUE_TEXT).astype(bool)
+        elif _is_integer_column(values):
+            frame[column] = exact_int_array([int(v) if v else None for v in values.tolist()])
         else:
             numeric = pd.to_numeric(values.replace("", np.nan), errors="coerce")
             if numeric.isna().sum() > (values == "").sum():

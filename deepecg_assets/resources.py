@@ -20,16 +20,21 @@ import os
 from pathlib import Path
 
 import dagster as dg
+import pandas as pd
 from pydantic import Field
 
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
+    CORRECTIONS,
     DEFAULT_FDR_METHOD,
     DEFAULT_RANK_METRIC,
+    FDR_FAMILIES,
     FDR_FAMILY_TESTABLE,
+    FDR_METHODS,
     MIN_TEST_GROUPS,
     NADEAU_BENGIO,
     ON_DUPLICATE_NEWEST,
+    ON_DUPLICATE_POLICIES,
 )
 
 #: Environment variables read by the resources.
@@ -79,19 +84,30 @@ class RunRootsResource(dg.ConfigurableResource):
     )
 
     def root_paths(self) -> list[Path]:
-        """The configured roots, without checking them."""
-        text = self.roots if self.roots is not None else dg.EnvVar(RUNS_ENV).get_value()
+        """The configured roots, without checking them (empty parts are skipped)."""
+        text = self._roots_text()
         if not text:
             return [BUNDLED_CORPUS]
         return [Path(part).expanduser() for part in text.split(os.pathsep) if part]
+
+    def _roots_text(self) -> str | None:
+        return self.roots if self.roots is not None else dg.EnvVar(RUNS_ENV).get_value()
 
     def checked_roots(self) -> list[Path]:
         """The roots, each verified to be a readable folder.
 
         Raises:
-            RunRootError: naming the first unusable root and why.
+            RunRootError: naming the first unusable root and why, or saying
+                that the setting names no root at all (``DEEPECG_RUNS=:``):
+                an empty analysis would otherwise look like a corpus without runs.
         """
         roots = self.root_paths()
+        if not roots:
+            source = "the roots setting" if self.roots is not None else f"${RUNS_ENV}"
+            raise RunRootError(
+                f"{source} ({self._roots_text()!r}) names no run root; give one or more "
+                f"folders separated by {os.pathsep!r}, or leave it unset for the example corpus"
+            )
         for root in roots:
             _check_root(root)
         return roots
@@ -158,6 +174,70 @@ class AnalysisSettings(dg.ConfigurableResource):
     include_failed: bool = Field(default=False, description="keep runs with a non-zero returncode")
     min_test_groups: int = Field(default=MIN_TEST_GROUPS, ge=0)
     claims: list[ClaimConfig] = Field(default_factory=list, description="rank claims to evaluate")
+
+    def checked(self) -> "AnalysisSettings":
+        """These settings, after checking every choice; ``dagster.Failure`` naming the allowed ones.
+
+        The CLI rejects a bad ``--correction`` or ``--on-duplicate`` before it
+        reads a run; the platform does the same here, so that a typo in the
+        launchpad fails the step with one sentence instead of building empty
+        or silently different tables.
+        """
+        for name, value, allowed in (
+            ("correction", self.correction, CORRECTIONS),
+            ("fdr_family", self.fdr_family, FDR_FAMILIES),
+            ("fdr_method", self.fdr_method, FDR_METHODS),
+            ("on_duplicate", self.on_duplicate, ON_DUPLICATE_POLICIES),
+        ):
+            if value not in allowed:
+                raise dg.Failure(
+                    description=(
+                        f"analysis config {name}: {value!r} is not allowed; "
+                        f"choose one of {', '.join(allowed)}"
+                    )
+                )
+        return self
+
+    def check_selection(self, runs: pd.DataFrame) -> None:
+        """Check ``metric``, ``models``, ``datasets`` and the claims against the runs.
+
+        Args:
+            runs: the long runs frame (``model``, ``dataset``, ``metric`` columns).
+
+        Raises:
+            dagster.Failure: a metric no run reports, or a model or dataset
+                name that matches no run, naming what the runs do hold. Every
+                unknown name fails, not only a selection that matches nothing:
+                a typo in one of three models would otherwise silently drop it
+                from every table. An empty corpus is not checked (there is
+                nothing to check against; the rank check reports it).
+        """
+        self.checked()
+        if runs.empty:
+            return
+        present = {key: set(runs[key].astype(str)) for key in ("metric", "model", "dataset")}
+        if self.metric not in present["metric"]:
+            raise dg.Failure(
+                description=(
+                    f"analysis config metric: no run reports {self.metric!r}; metrics in the "
+                    f"runs: {', '.join(sorted(present['metric']))}"
+                )
+            )
+        named = [("models", "model", self.models), ("datasets", "dataset", self.datasets)]
+        for claim in self.claims:
+            named += [
+                ("claims model", "model", [claim.model, *(claim.opponents or [])]),
+                ("claims dataset", "dataset", [claim.dataset_best, claim.dataset_worst]),
+            ]
+        for setting, column, names in named:
+            unknown = [name for name in names or [] if name not in present[column]]
+            if unknown:
+                raise dg.Failure(
+                    description=(
+                        f"analysis config {setting}: {', '.join(map(repr, unknown))} match(es) "
+                        f"no run; {column}s in the runs: {', '.join(sorted(present[column]))}"
+                    )
+                )
 
     def exclusions(self) -> list[str]:
         """The restrictions as the flip table prints them."""

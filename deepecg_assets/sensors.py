@@ -5,8 +5,10 @@ one Dagster run per seed and tens of thousands of partitions); instead the
 graph is unpartitioned and this sensor watches the state of the run roots:
 the path, modification time and size of every readable metrics file. The
 cursor holds only a short digest of that state, because Dagster stores the
-cursor on every tick. A run whose metrics file cannot be read yet is left out
-of the digest, so it is picked up on the tick where it becomes readable.
+cursor on every tick. A run whose metrics file cannot be read yet (among them
+a half-written one: no final line break, or a row shorter than its header)
+and a directory that cannot be listed are left out of the digest and counted
+as pending, so they are picked up on the tick where they become readable.
 
 The run key is derived from the previous and the new digest: a retried tick
 never launches the same work twice, while a tree that returns to an earlier
@@ -54,8 +56,10 @@ def new_runs_sensor(
                 f"state {state.digest}{pending}"
             )
         )
-    if cache.misses:
-        # Parsed runs are remembered, so the requested discovery does not parse them again.
+    if cache.misses or cache.damaged:
+        # Parsed runs are remembered, so the requested discovery does not parse them again;
+        # runs that no longer exist, and damaged lines, leave the cache.
+        cache.prune_unvisited()
         cache.save(output_folder.cache_file())
     context.log.info(
         "run state %s -> %s (%d readable run(s)%s)",

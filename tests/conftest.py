@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import pwd
+import shutil
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -122,3 +123,29 @@ def as_unprivileged() -> Callable[..., Any]:
         return _call_in_dropped_child(function, *args)
 
     return call
+
+
+#: The run directories shipped with the platform (real train-grid output).
+EXAMPLE_CORPUS = Path(__file__).resolve().parents[1] / "deepecg_assets" / "example_corpus"
+
+
+def copy_example_runs(
+    destination: Path, *prefixes: str, seeds: tuple[int, ...] = (0, 1, 2)
+) -> Path:
+    """Copy bundled example runs (``<prefix>_seed<N>``) under ``destination``; return it.
+
+    Hostile corpora are built from these real run directories inside each
+    test, never from files committed for a test.
+    """
+    destination.mkdir(parents=True, exist_ok=True)
+    for prefix in prefixes:
+        for seed in seeds:
+            name = f"{prefix}_seed{seed}"
+            shutil.copytree(EXAMPLE_CORPUS / name, destination / name, dirs_exist_ok=True)
+    return destination
+
+
+@pytest.fixture
+def example_runs() -> Callable[..., Path]:
+    """:func:`copy_example_runs`, for tests that build a corpus from the bundled runs."""
+    return copy_example_runs

@@ -56,18 +56,21 @@ def _json_value(value: Any) -> Any:
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def aggregates(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
     """Per dataset, model and metric: mean, SD and Student-t interval across seeds."""
+    analysis.checked()
     return aggregate_runs(reconciled_runs, analysis.confidence_level)
 
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def rank_distribution(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
     """Per dataset and model: how often each rank was attained over the seeds."""
+    analysis.check_selection(reconciled_runs)
     return rank_distribution_frame(restricted(reconciled_runs, analysis), analysis.metric)
 
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def tau_summary(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
     """Per dataset: Kendall tau-b between seed rankings (jackknife interval) and Kendall's W."""
+    analysis.check_selection(reconciled_runs)
     return tau_summary_frame(
         restricted(reconciled_runs, analysis),
         analysis.metric,
@@ -78,6 +81,7 @@ def tau_summary(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.Output:
     """Every cross-dataset flip test, with its directional p-value and FDR-adjusted q-value."""
+    analysis.check_selection(reconciled_runs)
     flips = all_flip_tests(
         reconciled_runs,
         analysis.metric,
@@ -102,6 +106,7 @@ def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.O
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def rank_claims(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
     """Verdicts for the configured "best on one dataset, worst on another" claims."""
+    analysis.check_selection(reconciled_runs)
     rows = []
     for claim in analysis.claims:
         result = evaluate_rank_claim(

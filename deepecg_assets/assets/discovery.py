@@ -1,7 +1,6 @@
 """Discovery assets: which runs exist, their long metrics frame, averaging reconciliation."""
 
 import json
-import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from deepecg_assets.resources import (
     RunRootError,
     RunRootsResource,
 )
+from deepecgkit.analysis._int_columns import exact_int_array, exact_int_value
 from deepecgkit.analysis.aggregation import (
     DIAGNOSTIC_KEYS,
     RunRecord,
@@ -31,21 +31,27 @@ EAGER = dg.AutomationCondition.eager()
 RECORD_COLUMNS = list(RunRecord._fields)
 
 
+#: Integer fields of a record, stored as exact integer columns.
+_INT_FIELDS = ("seed", "n_train", "n_val", "n_test", "n_test_groups", "returncode")
+
+
 def records_to_frame(records: list[RunRecord]) -> pd.DataFrame:
-    """One row per record; ``metrics`` becomes JSON text so the frame fits a CSV."""
+    """One row per record; ``metrics`` and ``suspect`` become JSON text so the frame fits a CSV.
+
+    Seeds, split sizes and return codes are exact integer columns (int64,
+    nullable Int64, or Python ints for a seed beyond int64), never float.
+    """
     rows = []
     for record in records:
         row = record._asdict()
         row["run_dir"] = str(record.run_dir)
         row["metrics"] = json.dumps(record.metrics)
+        row["suspect"] = json.dumps(list(record.suspect))
         rows.append(row)
-    return pd.DataFrame(rows, columns=RECORD_COLUMNS)
-
-
-def _optional_int(value: Any) -> int | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return int(value)
+    frame = pd.DataFrame(rows, columns=RECORD_COLUMNS)
+    for field in _INT_FIELDS:
+        frame[field] = exact_int_array([getattr(record, field) for record in records])
+    return frame
 
 
 def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
@@ -58,44 +64,51 @@ def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
                 run_dir=Path(row["run_dir"]),
                 model=str(row["model"]),
                 dataset=str(row["dataset"]),
-                seed=_optional_int(row["seed"]),
+                seed=exact_int_value(row["seed"]),
                 multi_label=bool(row["multi_label"]),
                 averaging=str(row["averaging"]),
                 metrics={k: float(v) for k, v in json.loads(row["metrics"]).items()},
-                n_train=_optional_int(row["n_train"]),
-                n_val=_optional_int(row["n_val"]),
-                n_test=_optional_int(row["n_test"]),
-                n_test_groups=_optional_int(row["n_test_groups"]),
+                n_train=exact_int_value(row["n_train"]),
+                n_val=exact_int_value(row["n_val"]),
+                n_test=exact_int_value(row["n_test"]),
+                n_test_groups=exact_int_value(row["n_test_groups"]),
                 mtime=float(row["mtime"]),
-                returncode=_optional_int(row["returncode"]),
+                returncode=exact_int_value(row["returncode"]),
                 fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
+                suspect=tuple(json.loads(row.get("suspect") or "[]")),
             )
         )
     return records
 
 
-#: Check attached to ``discovered_runs``: every run directory could be read and succeeded.
+#: Check attached to ``discovered_runs``: every run directory could be read, succeeded, and
+#: had nothing set aside.
 RUNS_HEALTH_CHECK = "no_unreadable_or_failed_runs"
 #: Entries listed per diagnostics key in check metadata.
 LISTED_ENTRIES = 20
 
 
 def runs_health_check(diagnostics: dict[str, list[str]]) -> dg.AssetCheckResult:
-    """WARN when a run directory was unreadable or recorded a failure."""
+    """WARN when a run directory was unreadable, recorded a failure, or had values set aside."""
     unreadable, failed = diagnostics["unreadable"], diagnostics["failed"]
+    suspect = diagnostics["suspect"]
     return dg.AssetCheckResult(
         check_name=RUNS_HEALTH_CHECK,
-        passed=not unreadable and not failed,
+        passed=not unreadable and not failed and not suspect,
         severity=dg.AssetCheckSeverity.WARN,
         description=(
-            f"{len(unreadable)} unreadable and {len(failed)} failed run director(y/ies); "
-            "they are left out of every statistic"
+            f"{len(unreadable)} unreadable and {len(failed)} failed run director(y/ies), "
+            "left out of every statistic; "
+            f"{len(suspect)} run(s) with values set aside (out of range, repeated columns, "
+            "unusable split sizes or metadata)"
         ),
         metadata={
             "unreadable": dg.MetadataValue.json(unreadable[:LISTED_ENTRIES]),
             "failed": dg.MetadataValue.json(failed[:LISTED_ENTRIES]),
+            "suspect": dg.MetadataValue.json(suspect[:LISTED_ENTRIES]),
             "unreadable_count": len(unreadable),
             "failed_count": len(failed),
+            "suspect_count": len(suspect),
         },
     )
 
@@ -107,7 +120,10 @@ def runs_health_check(diagnostics: dict[str, list[str]]) -> dg.AssetCheckResult:
         dg.AssetCheckSpec(
             RUNS_HEALTH_CHECK,
             asset="discovered_runs",
-            description="Every run directory is readable and finished with returncode 0.",
+            description=(
+                "Every run directory is readable, finished with returncode 0, and had "
+                "nothing set aside."
+            ),
         )
     ],
 )
@@ -118,6 +134,7 @@ def discovered_runs(
     analysis: AnalysisSettings,
 ):
     """One row per usable run under the configured roots; unusable runs listed with reasons."""
+    analysis.checked()
     try:
         roots = run_roots.checked_roots()
     except RunRootError as exc:
@@ -134,6 +151,7 @@ def discovered_runs(
         )
     except ValueError as exc:
         raise dg.Failure(description=str(exc)) from None
+    pruned = cache.prune_unvisited()
     cache.save(output_folder.cache_file())
     context.log.info(
         "discovered %d usable run(s); %d parsed, %d reused from the cache",
@@ -145,6 +163,8 @@ def discovered_runs(
         "roots": ", ".join(map(str, roots)),
         "runs_parsed": cache.misses,
         "runs_reused": cache.hits,
+        "cache_entries_pruned": pruned,
+        "cache_lines_damaged": cache.damaged,
         "models": len({r.model for r in records}),
         "datasets": len({r.dataset for r in records}),
     }

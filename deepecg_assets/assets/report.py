@@ -13,6 +13,7 @@ from deepecg_assets.resources import (
     RunRootsResource,
 )
 from deepecgkit.analysis.compare import ComparisonError, statistical_report as build_report
+from deepecgkit.analysis.compare.report import MAX_REPORT_BINS
 from deepecgkit.analysis.constants import DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_RESAMPLES, REPORT_BINS
 
 REPORT_GROUP = "report"
@@ -26,7 +27,9 @@ class ReportConfig(dg.Config):
     reference: str | None = Field(
         default=None, description="model every other model is compared with (None: no pairs)"
     )
-    bins: int = Field(default=REPORT_BINS, ge=1, description="equal-width reliability bins")
+    bins: int = Field(
+        default=REPORT_BINS, ge=1, le=MAX_REPORT_BINS, description="equal-width reliability bins"
+    )
     n_resamples: int = Field(default=DEFAULT_N_RESAMPLES, ge=1, description="bootstrap resamples")
     seed: int = Field(default=DEFAULT_BOOTSTRAP_SEED, ge=0, description="bootstrap seed")
     allow_partial: bool = Field(default=False, description="admit partial runs (exploratory)")

@@ -7,11 +7,13 @@ import pandas as pd
 
 from deepecg_assets.assets.discovery import EAGER
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
+from deepecgkit.analysis._io import atomic_write_text, remove_file
 from deepecgkit.analysis.latex import (
     file_stems,
     flip_survival_table,
     rank_distribution_table,
     results_table,
+    table_index_text,
     tau_table as kendall_tau_table,
     write_tables,
 )
@@ -26,11 +28,15 @@ RANK_TABLE_STEM = "rank_distribution"
 TAU_TABLE_STEM = "kendall_tau"
 FLIP_TABLE_STEM = "flip_survival"
 RESULTS_PREFIX = "results_"
+#: Which dataset each results table holds (file names of long names are hashed).
+RESULTS_INDEX = "results_tables.json"
 
 
-def _written(paths: list[str], tables: dict[str, str]) -> dg.MaterializeResult:
-    """Metadata of a table materialisation: the paths and a preview of each file."""
-    metadata: dict[str, object] = {"files": len(paths)}
+def _written(
+    paths: list[str], tables: dict[str, str], extra: dict[str, object] | None = None
+) -> dg.MaterializeResult:
+    """Metadata of a table materialisation: the paths, a preview, and ``extra``."""
+    metadata: dict[str, object] = {"files": len(paths), **(extra or {})}
     for path, stem in zip(paths, sorted(tables), strict=True):
         metadata[f"path_{stem}"] = dg.MetadataValue.path(path)
     first = sorted(tables)[0] if tables else None
@@ -63,7 +69,30 @@ def results_tables(
         )
         for dataset in datasets
     }
-    return _written(write_tables(tables, output_folder.tables_dir()), tables)
+    directory = output_folder.tables_dir()
+    paths = write_tables(tables, directory)
+    index = {f"{stems[dataset]}.tex": dataset for dataset in datasets}
+    atomic_write_text(directory / RESULTS_INDEX, table_index_text(index))
+    stale = remove_stale(directory, f"{RESULTS_PREFIX}*.tex", set(index))
+    extra = {
+        "index": dg.MetadataValue.path(str(directory / RESULTS_INDEX)),
+        "removed_stale": dg.MetadataValue.json(stale),
+    }
+    return _written(paths, tables, extra)
+
+
+def remove_stale(directory: Path, pattern: str, current: set[str]) -> list[str]:
+    """Remove the files matching ``pattern`` in ``directory`` that are not in ``current``.
+
+    The tables folder belongs to the platform; a table of a dataset (or an
+    architecture) that is gone would otherwise stay next to the current ones
+    and end up in a paper. Returns the removed file names, sorted.
+    """
+    removed = []
+    for path in sorted(directory.glob(pattern)):
+        if path.name not in current and remove_file(path):
+            removed.append(path.name)
+    return removed
 
 
 @dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
@@ -74,6 +103,7 @@ def rank_table(
     output_folder: OutputFolderResource,
 ) -> dg.MaterializeResult:
     """``rank_distribution.tex``: rank counts over seeds, with Kendall tau notes."""
+    analysis.checked()
     tables = {
         RANK_TABLE_STEM: rank_distribution_table(
             rank_distribution,
@@ -101,6 +131,7 @@ def flip_table(
     flip_grid: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
     """``flip_survival.tex``: which cross-dataset reversals survive seed variance."""
+    analysis.checked()
     tables = {
         FLIP_TABLE_STEM: flip_survival_table(
             flip_grid,

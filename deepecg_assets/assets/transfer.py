@@ -13,14 +13,23 @@ import pandas as pd
 from pydantic import Field
 
 from deepecg_assets.assets.discovery import EAGER, frame_to_records
+from deepecg_assets.assets.tables import remove_stale
 from deepecg_assets.resources import OutputFolderResource
-from deepecgkit.analysis.checkpoints import encoder_checkpoints
-from deepecgkit.analysis.latex import file_stems, transfer_matrix_table, write_tables
+from deepecgkit.analysis._io import atomic_write_text
+from deepecgkit.analysis.checkpoints import find_encoder_checkpoints
+from deepecgkit.analysis.latex import (
+    file_stems,
+    table_index_text,
+    transfer_matrix_table,
+    write_tables,
+)
 from deepecgkit.evaluation.constants import DEFAULT_PROBE_METRIC, PROBE_METRICS, RANDOM_INIT
 
 TRANSFER_GROUP = "transfer"
 #: Stem of the table file (one table per architecture inside).
 TRANSFER_TABLE_STEM = "transfer_matrix"
+#: Which architecture each heat-map figure shows (long names are hashed).
+TRANSFER_INDEX = "transfer_matrix_figures.json"
 #: Columns of the ``transfer_matrix`` frame.
 TRANSFER_COLUMNS = [
     "model_name",
@@ -36,6 +45,8 @@ TRANSFER_COLUMNS = [
     "note",
 ]
 NO_CHECKPOINTS = "no discovered run kept an encoder checkpoint"
+#: Failed cells listed in metadata.
+LISTED_CELLS = 20
 
 
 class TransferConfig(dg.Config):
@@ -79,13 +90,19 @@ def transfer_matrix(
         raise dg.Failure(
             description=f"metric must be one of {', '.join(PROBE_METRICS)}, got {config.metric!r}"
         )
-    checkpoints = encoder_checkpoints(frame_to_records(discovered_runs))
+    checkpoints, missing = find_encoder_checkpoints(frame_to_records(discovered_runs))
+    for problem in missing:
+        context.log.warning("recorded encoder checkpoint not usable: %s", problem)
     if config.architectures is not None:
         checkpoints = {a: c for a, c in checkpoints.items() if a in config.architectures}
     if not checkpoints:
         context.log.info("transfer matrix skipped: %s", NO_CHECKPOINTS)
         return dg.Output(
-            pd.DataFrame(columns=TRANSFER_COLUMNS), metadata={"skipped": NO_CHECKPOINTS}
+            pd.DataFrame(columns=TRANSFER_COLUMNS),
+            metadata={
+                "skipped": NO_CHECKPOINTS,
+                "missing_checkpoints": dg.MetadataValue.json(missing),
+            },
         )
 
     from deepecgkit.evaluation.representation import cross_dataset_transfer
@@ -99,28 +116,47 @@ def transfer_matrix(
         if not targets:
             skipped[architecture] = "no checkpoint was trained on a registered dataset"
             continue
-        matrix = cross_dataset_transfer(
-            {d: str(by_dataset[d]) for d in targets},
-            architecture,
-            targets=targets,
-            metric=config.metric,
-            seed=config.seed,
-            device=config.device,
-        )
+        try:
+            matrix = cross_dataset_transfer(
+                {d: str(by_dataset[d]) for d in targets},
+                architecture,
+                targets=targets,
+                metric=config.metric,
+                seed=config.seed,
+                device=config.device,
+                skip_unreadable_checkpoints=True,
+            )
+        except ValueError as exc:  # e.g. an architecture the registry does not know
+            skipped[architecture] = str(exc)
+            context.log.warning("transfer matrix of %s skipped: %s", architecture, exc)
+            continue
         rows += _transfer_rows(matrix)
         context.log.info("probed %s: %d x %d cells", architecture, *matrix.values.shape)
     frame = pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
+    failed = failed_cells(frame)
     return dg.Output(
         frame,
         metadata={
             "architectures": ", ".join(sorted(frame["model_name"].unique())),
             "cells": len(frame),
+            "failed_cells": len(failed),
+            "failed_cell_notes": dg.MetadataValue.json(failed[:LISTED_CELLS]),
             "checkpoints": dg.MetadataValue.json(
                 {a: {d: str(p) for d, p in c.items()} for a, c in checkpoints.items()}
             ),
+            "missing_checkpoints": dg.MetadataValue.json(missing),
             "skipped": dg.MetadataValue.json(skipped),
         },
     )
+
+
+def failed_cells(cells: pd.DataFrame) -> list[dict[str, str]]:
+    """The cells without a score, each with its architecture, source, target and note."""
+    if cells.empty:
+        return []
+    scores = pd.to_numeric(cells["score"], errors="coerce")
+    rows = cells.loc[scores.isna(), ["model_name", "source", "target", "note"]]
+    return [{key: str(value) for key, value in row.items()} for row in rows.to_dict("records")]
 
 
 def matrix_frame(cells: pd.DataFrame) -> pd.DataFrame:
@@ -140,11 +176,15 @@ def transfer_table(
     transfer_matrix: pd.DataFrame, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
     """``transfer_matrix.tex`` (one table per architecture) and a heat-map figure of each."""
+    tables_dir = output_folder.tables_dir()
     if transfer_matrix.empty:
-        return dg.MaterializeResult(metadata={"skipped": NO_CHECKPOINTS})
+        # Files of an earlier matrix describe checkpoints that are gone.
+        stale = remove_stale(tables_dir, f"{TRANSFER_TABLE_STEM}*", set())
+        return dg.MaterializeResult(
+            metadata={"skipped": NO_CHECKPOINTS, "removed_stale": dg.MetadataValue.json(stale)}
+        )
     from deepecgkit.evaluation.visualization import plot_transfer_matrix
 
-    tables_dir = output_folder.tables_dir()
     architectures = sorted(transfer_matrix["model_name"].astype(str).unique())
     stems = file_stems(architectures)
     metric = str(transfer_matrix["metric"].iloc[0])
@@ -172,9 +212,18 @@ def transfer_table(
         figures.append(figure)
     tables = {TRANSFER_TABLE_STEM: "\n".join(parts)}
     (path,) = write_tables(tables, tables_dir)
+    index = {
+        figure.name: architecture
+        for figure, architecture in zip(figures, architectures, strict=True)
+    }
+    atomic_write_text(tables_dir / TRANSFER_INDEX, table_index_text(index))
+    current = {Path(path).name, TRANSFER_INDEX, *index}
+    stale = remove_stale(tables_dir, f"{TRANSFER_TABLE_STEM}*", current)
     metadata: dict[str, object] = {
         "path": dg.MetadataValue.path(path),
         "preview": dg.MetadataValue.md(f"```latex\n{tables[TRANSFER_TABLE_STEM][:3000]}\n```"),
+        "index": dg.MetadataValue.path(str(tables_dir / TRANSFER_INDEX)),
+        "removed_stale": dg.MetadataValue.json(stale),
     }
     for figure in figures:
         metadata[f"figure_{figure.stem}"] = dg.MetadataValue.path(str(figure))

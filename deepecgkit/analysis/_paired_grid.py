@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from deepecgkit.analysis._int_columns import exact_int_series
 from deepecgkit.analysis.constants import (
     AVERAGING_UNKNOWN,
     CORRECTION_UNAVAILABLE,
-    LEGACY_SEED,
     NADEAU_BENGIO,
     NO_CORRECTION,
     VERDICT_BIMODAL,
@@ -84,18 +84,19 @@ def strict_correction_reason(note: str) -> str:
 
 
 def usable_rows(selected: pd.DataFrame) -> pd.DataFrame:
-    """Rows that can be ranked or paired: a finite value and a known, non-legacy seed.
+    """Rows that can be ranked or paired: a finite value and a known seed.
 
-    The seed column of the result is int. Legacy runs are left out because
-    "same seed means same split" cannot hold for an unknown seed.
+    The seed column of the result holds exact integers (int64, or Python ints
+    when a seed does not fit). Runs without a seed are left out because "same
+    seed means same split" cannot hold for an unknown seed; a negative seed
+    is an ordinary seed.
     """
     if selected.empty:
         return selected.assign(seed=pd.Series(dtype=np.int64))
-    seeds = pd.to_numeric(selected["seed"], errors="coerce")
+    seeds = exact_int_series(selected["seed"])
     keep = np.isfinite(selected["value"].to_numpy()) & seeds.notna().to_numpy()
-    keep &= (seeds != LEGACY_SEED).to_numpy()
     usable = selected.loc[keep].copy()
-    usable["seed"] = seeds[keep].astype(np.int64)
+    usable["seed"] = exact_int_series(seeds[keep])
     return usable
 
 
@@ -104,10 +105,9 @@ class _Cells:
 
     def __init__(self, usable: pd.DataFrame, datasets: list, models: list) -> None:
         self.datasets, self.models = datasets, models
-        self.seeds = np.unique(usable["seed"].to_numpy(dtype=np.int64))
+        s, self.seeds = pd.factorize(usable["seed"], sort=True)
         d = pd.Index(datasets).get_indexer(usable["dataset"])
         m = pd.Index(models).get_indexer(usable["model"])
-        s = np.searchsorted(self.seeds, usable["seed"].to_numpy(dtype=np.int64))
         shape = (len(datasets), len(models), len(self.seeds))
         self.shape = shape
         flat = np.ravel_multi_index((d, m, s), shape)
@@ -122,7 +122,7 @@ class _Cells:
             if column not in usable.columns:
                 continue
             sizes = pd.to_numeric(usable[column], errors="coerce").to_numpy(dtype=np.float64)
-            known = np.isfinite(sizes)
+            known = np.isfinite(sizes) & (sizes > 0)  # a count of zero or less is unknown
             self.size_sums[column] = np.bincount(
                 flat[known], weights=sizes[known], minlength=size
             ).reshape(shape)

@@ -8,9 +8,15 @@ travel with every record. Metric columns are looked up one by one: a run
 written before a metric existed is still readable and simply contributes
 nothing to that metric.
 
-Discovery never raises on a bad run. Every directory that cannot be used
-lands in one of four diagnostics lists (``unreadable``, ``no_seed``,
-``duplicate``, ``failed``) with its reason, so nothing vanishes silently.
+Discovery never raises on a bad run and never hangs on one. Every file is
+opened through :func:`~deepecgkit.analysis._io.read_regular_file` (no
+blocking on a FIFO, a type check on the open descriptor, a bounded read).
+Every directory that cannot be used lands in one of the diagnostics lists
+(``unreadable``, ``no_seed``, ``duplicate``, ``failed``) with its reason, and
+every usable run from which something was set aside (an out-of-range value,
+a repeated column, an unusable split size) in ``suspect``, so nothing
+vanishes silently. Seeds are kept as exact Python ints of any size; a run
+whose seed cannot be determined has none (``None``), so -1 is an ordinary seed.
 
 Reading is deliberately done with the standard library's ``csv`` and
 ``json`` modules rather than ``pandas.read_csv``: a grid of 100,000 runs
@@ -27,7 +33,6 @@ import logging
 import math
 import os
 import re
-import stat
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -36,12 +41,22 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from deepecgkit.analysis._int_columns import INT64_LIMIT, exact_int_array, exact_int_series
+from deepecgkit.analysis._io import (
+    REASON_MISSING,
+    REASON_PERMISSION,
+    UnreadableFileError,
+    display_path,
+    read_regular_file,
+)
 from deepecgkit.analysis.constants import (
     AVERAGING_MACRO_LABEL,
     AVERAGING_UNKNOWN,
     CONFIDENCE_LEVEL,
-    LEGACY_SEED,
+    MAX_RUN_FILE_BYTES,
     METADATA_FILENAME,
+    METRIC_RANGE_TOLERANCE,
+    METRIC_RANGES,
     METRICS_FILENAME,
     MULTI_LABEL_METRICS,
     ON_DUPLICATE_ALL,
@@ -57,9 +72,12 @@ __all__ = [
     "DIAGNOSTIC_KEYS",
     "RUN_FRAME_COLUMNS",
     "RunRecord",
+    "UnreadableRun",
     "aggregate_runs",
     "discover_runs",
+    "find_run_candidates",
     "find_run_directories",
+    "read_run",
     "read_run_metrics",
     "reconcile_averaging",
     "runs_to_frame",
@@ -67,8 +85,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Diagnostics keys, in the order every report lists them.
-DIAGNOSTIC_KEYS = ("unreadable", "no_seed", "duplicate", "failed")
+#: Diagnostics keys, in the order every report lists them. ``suspect`` lists
+#: usable runs from which something was set aside (an out-of-range value, a
+#: repeated column, an unusable split size, an unreadable metadata file).
+DIAGNOSTIC_KEYS = ("unreadable", "no_seed", "duplicate", "failed", "suspect")
 
 #: Columns of the long runs frame, in order.
 RUN_FRAME_COLUMNS = (
@@ -106,10 +126,8 @@ AGGREGATE_COLUMNS = (
 )
 
 _SPLIT_SIZE_KEYS = ("n_train", "n_val", "n_test", "n_test_groups")
-#: Read-only, never blocking on a FIFO, not inherited by child processes.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-#: Bytes asked for beyond the file's size, so that one read normally reaches end-of-file.
-_READ_SLACK = 1024
+#: Reason of a metrics file that was listed by the scan and then could not be found.
+REASON_VANISHED = "vanished"
 _SEED_SUFFIX = re.compile(r"seed(\d+)$")
 _MULTI_LABEL_MARKER = "exact_match_accuracy"
 #: Cells pandas would read as missing; a model called "NA" is treated as absent, too.
@@ -144,7 +162,9 @@ class RunRecord(NamedTuple):
     ``metrics`` keys follow the order of the schema's metric tuple
     (``SINGLE_LABEL_METRICS`` or ``MULTI_LABEL_METRICS``); ``mtime`` is the
     modification time of ``classification_metrics.csv`` in seconds since the
-    epoch. Split sizes are None when unknown.
+    epoch. Split sizes and the seed are None when unknown; a seed is kept as
+    the exact Python int recorded, whatever its size. ``suspect`` holds one
+    note per thing set aside from the run (see :func:`read_run`).
     """
 
     run_dir: Path
@@ -161,53 +181,49 @@ class RunRecord(NamedTuple):
     mtime: float
     returncode: int | None = None
     fingerprint: str | None = None
+    suspect: tuple[str, ...] = ()
 
 
 # --- low-level readers -----------------------------------------------------------------
 
 
-def _read_regular_file(path: str | os.PathLike) -> tuple[bytes, os.stat_result] | None:
-    """Bytes and stat of ``path`` when it is a readable regular file, else None.
+class UnreadableRun(NamedTuple):
+    """A run directory that could not be read, and why (one short sentence)."""
 
-    The file is opened once and its type checked with ``fstat`` on the open
-    descriptor, rather than ``stat`` followed by ``open``: the path is
-    resolved once instead of twice, which is a third of discovery's system
-    calls at 300,000 files, and the check applies to the very file read.
-    ``O_NONBLOCK`` keeps the open of a FIFO from blocking (it is then
-    rejected as not regular); it changes nothing for regular files.
-    """
-    try:
-        descriptor = os.open(path, _OPEN_FLAGS)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        chunks = []
-        while chunk := os.read(descriptor, info.st_size + _READ_SLACK):
-            chunks.append(chunk)
-        return b"".join(chunks), info
-    except OSError:
-        return None
-    finally:
-        os.close(descriptor)
+    run_dir: Path
+    reason: str
+
+    def entry(self) -> str:
+        """The diagnostics entry: ``"<run dir> (<reason>)"``, printable as UTF-8."""
+        return f"{display_path(self.run_dir)} ({self.reason})"
 
 
 def _read_json(path: str | os.PathLike) -> dict | None:
     """Parse ``path`` as UTF-8 JSON; the dict when the top level is an object, else None.
 
     Never raises: a missing or non-regular file, an ``OSError``, invalid
-    UTF-8, invalid JSON and a non-object top level all give None.
+    UTF-8, invalid JSON and a non-object top level all give None. Use
+    :func:`_read_json_reason` to learn why.
     """
-    loaded = _read_regular_file(path)
-    if loaded is None:
-        return None
+    parsed, _ = _read_json_reason(path)
+    return parsed
+
+
+def _read_json_reason(path: str | os.PathLike) -> tuple[dict | None, str | None]:
+    """``(object, None)``, ``(None, None)`` when the file is absent, else ``(None, reason)``."""
     try:
-        parsed = json.loads(loaded[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return parsed if isinstance(parsed, dict) else None
+        data, _ = read_regular_file(path, max_bytes=MAX_RUN_FILE_BYTES)
+    except UnreadableFileError as exc:
+        return None, None if exc.reason == REASON_MISSING else exc.reason
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not valid UTF-8"
+    except (ValueError, RecursionError) as exc:
+        return None, f"not valid JSON ({exc})"
+    if not isinstance(parsed, dict):
+        return None, f"holds a JSON {type(parsed).__name__}, not an object"
+    return parsed, None
 
 
 def _seed_from_directory(run_dir: Path) -> int | None:
@@ -229,84 +245,188 @@ def _cell_float(cell: str) -> float:
         return math.nan
 
 
-def _parse_metrics_csv(data: bytes) -> tuple[list[str], list[str]] | None:
-    """Header and first data row of a metrics CSV, or None when pandas could not parse it.
+def _parse_metrics_csv(data: bytes) -> tuple[list[str], list[str]] | str:
+    """Header and first data row of a metrics CSV, or the reason it cannot be used.
 
-    Mirrors what ``pandas.read_csv`` accepts: UTF-8 (a BOM is allowed),
-    blank lines skipped, short rows padded, and any row longer than the
-    header rejected as a parse error. Only the first data row is returned.
+    UTF-8 (a BOM is allowed), blank lines skipped, any row longer than the
+    header rejected as pandas would. A file that does not end with a line
+    break, or whose first data row has fewer cells than the header, is still
+    being written (or was cut off): every writer of this project ends the
+    file with a newline and replaces it atomically, so such a file is never
+    read as a finished run, whose last number might be cut short.
     """
+    if not data.endswith(b"\n"):
+        return "does not end with a line break (half-written?)"
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        return None
+        return "not valid UTF-8"
     try:
         rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
-    except csv.Error:
-        return None
+    except csv.Error as exc:
+        return f"cannot be parsed as CSV ({exc})"
     if len(rows) < 2:
-        return None
-    header = rows[0]
+        return "has no data row"
+    header, first = rows[0], rows[1]
     if any(len(row) > len(header) for row in rows[1:]):
-        return None
-    first = rows[1] + [""] * (len(header) - len(rows[1]))
+        return "has a row longer than its header"
+    if len(first) < len(header):
+        return f"first row has {len(first)} of the header's {len(header)} cells (half-written?)"
     return header, first
+
+
+def _first_cells(header: list[str], row: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Cells by column name (the first of repeated names) and every repeated name's cells."""
+    cells: dict[str, str] = dict(zip(header, row, strict=True))
+    repeated: dict[str, list[str]] = {}
+    if len(cells) == len(header):  # the usual case: no name repeated
+        return cells, repeated
+    cells = {}
+    for name, cell in zip(header, row, strict=True):
+        if name in cells:
+            repeated.setdefault(name, [cells[name]]).append(cell)
+        else:
+            cells[name] = cell
+    return cells, repeated
+
+
+#: Each metric's range widened by the rounding tolerance, looked up once per cell.
+_ACCEPTED = {
+    name: (low - METRIC_RANGE_TOLERANCE, high + METRIC_RANGE_TOLERANCE)
+    for name, (low, high) in METRIC_RANGES.items()
+}
+
+
+def _out_of_range(name: str, value: float, notes: list[str]) -> float:
+    """NaN, with a note saying that ``value`` lies outside the metric's range."""
+    low, high = METRIC_RANGES[name]
+    notes.append(f"{name} {value!r} outside [{low:g}, {high:g}]; dropped")
+    return math.nan
+
+
+def _split_size(split_info: dict, key: str, notes: list[str]) -> int | None:
+    """A usable split size, or None (with a note when a present value is unusable).
+
+    Sizes are counts: a training, test or test-group count of zero or less,
+    a negative validation count, and a count of 2^63 or more (beyond any real
+    data set, and beyond the int64 columns sizes travel in) are unknown, as
+    is anything that is not an integer. An absent or null size is simply not
+    recorded (no note).
+    """
+    value = split_info.get(key)
+    if value is None:  # absent, or written as null: not recorded
+        return None
+    size = _strict_int(value)
+    smallest = 0 if key == "n_val" else 1
+    if size is not None and smallest <= size < INT64_LIMIT:
+        return size
+    notes.append(f"{SPLIT_INFO_FILENAME} {key} {value!r} is not a usable count; unknown")
+    return None
+
+
+def _metadata_int(metadata: dict, key: str, notes: list[str]) -> int | None:
+    """An int field of ``run_metadata.json``; a present non-int value is noted and ignored."""
+    if key not in metadata or metadata[key] is None:
+        return None
+    value = _strict_int(metadata[key])
+    if value is None:
+        notes.append(f"{METADATA_FILENAME} {key} {metadata[key]!r} is not an integer; ignored")
+    return value
 
 
 # --- reading one run ------------------------------------------------------------------------
 
 
-def read_run_metrics(run_dir: Path | str) -> RunRecord | None:
-    """Read one run directory into a :class:`RunRecord`, or None when it is unusable.
+def read_run(run_dir: Path | str) -> RunRecord | UnreadableRun:
+    """Read one run directory into a :class:`RunRecord`, or say why it cannot be used.
 
-    Unusable means: ``classification_metrics.csv`` is not a regular file,
-    cannot be parsed, has no data rows, lacks a ``model`` or ``dataset``
-    column, or its first row's model or dataset is missing or blank.
+    Unusable (an :class:`UnreadableRun` with the reason): the directory name
+    is not valid UTF-8 (it could not be written to any output); the metrics
+    file is not a readable regular file (permission denied, a FIFO, a
+    directory, a dangling link, vanished); it is half-written (no final line
+    break, or a first row shorter than the header), cannot be parsed, has no
+    data row, lacks a ``model`` or ``dataset`` column, repeats one of them
+    with different values, or its first row's model or dataset is blank.
 
     The CSV's first row is the authority for model and dataset (kept as
     strings, so ``007`` stays ``007``). The seed comes from
-    ``run_metadata.json`` when it is an int (not a bool), else from a
-    directory name ending in ``seed<N>``, else None: runs written before
-    seeds were recorded stay readable through their names. Split sizes from
-    ``split_info.json`` are kept only when they are ints.
+    ``run_metadata.json`` when it is an int (not a bool; any size, kept
+    exactly), else from a directory name ending in ``seed<N>``, else None.
+    Split sizes from ``split_info.json`` are kept when they are usable counts
+    (see :func:`_split_size`).
+
+    Everything set aside from a usable run is listed in ``suspect``: a metric
+    value outside its range (:data:`METRIC_RANGES`; the value becomes NaN,
+    so no statistic uses it), a repeated metric column (NaN: which cell is
+    meant cannot be known), an unusable split size or metadata field, and a
+    metadata or split file that exists but cannot be read (read as absent).
     """
     # Plain strings inside: pathlib parses a path on every construction and
     # join, which was a tenth of discovery time at 100,000 runs.
     run_dir = run_dir if isinstance(run_dir, Path) else Path(run_dir)
     directory = os.fspath(run_dir)
-    loaded = _read_regular_file(os.path.join(directory, METRICS_FILENAME))
-    if loaded is None:
-        return None
-    data, info = loaded
+    try:
+        directory.encode("utf-8")
+    except UnicodeEncodeError:
+        return UnreadableRun(run_dir, "directory name is not valid UTF-8; rename it to use it")
+    try:
+        data, info = read_regular_file(
+            os.path.join(directory, METRICS_FILENAME), max_bytes=MAX_RUN_FILE_BYTES
+        )
+    except UnreadableFileError as exc:
+        reason = REASON_VANISHED if exc.reason == REASON_MISSING else exc.reason
+        return UnreadableRun(run_dir, f"{METRICS_FILENAME}: {reason}")
     parsed = _parse_metrics_csv(data)
-    if parsed is None:
-        return None
-    header, row = parsed
-    cells: dict[str, str] = {}
-    for name, cell in zip(header, row, strict=True):
-        cells.setdefault(name, cell)
-    model, dataset = cells.get("model"), cells.get("dataset")
-    if model is None or dataset is None:
-        return None
-    if model.strip() in _MISSING_CELLS or dataset.strip() in _MISSING_CELLS:
-        return None
+    if isinstance(parsed, str):
+        return UnreadableRun(run_dir, f"{METRICS_FILENAME} {parsed}")
+    cells, repeated = _first_cells(*parsed)
+    notes: list[str] = []
+    for key in ("model", "dataset"):
+        if key not in cells:
+            return UnreadableRun(run_dir, f"{METRICS_FILENAME} has no {key} column")
+        if cells[key].strip() in _MISSING_CELLS:
+            return UnreadableRun(run_dir, f"{METRICS_FILENAME} has a blank {key}")
+        if len(set(repeated.get(key, ()))) > 1:
+            return UnreadableRun(
+                run_dir, f"{METRICS_FILENAME} repeats the {key} column with different values"
+            )
+    model, dataset = cells["model"], cells["dataset"]
 
     multi_label = _MULTI_LABEL_MARKER in cells
     schema = MULTI_LABEL_METRICS if multi_label else SINGLE_LABEL_METRICS
-    metrics = {name: _cell_float(cells[name]) for name in schema if name in cells}
+    metrics: dict[str, float] = {}
+    for name in schema:
+        cell = cells.get(name)
+        if cell is None:
+            continue
+        if repeated and name in repeated:
+            notes.append(f"column {name} appears {len(repeated[name])} times; dropped")
+            metrics[name] = math.nan
+            continue
+        value = _cell_float(cell)
+        low, high = _ACCEPTED[name]
+        # NaN fails both comparisons and equals nothing: missing, not out of range.
+        metrics[name] = (
+            value if low <= value <= high or value != value else _out_of_range(name, value, notes)
+        )
     if multi_label:
         averaging = AVERAGING_MACRO_LABEL
     else:
         average = cells.get("average")
         averaging = AVERAGING_UNKNOWN if average is None or average in _MISSING_CELLS else average
 
-    metadata = _read_json(os.path.join(directory, METADATA_FILENAME)) or {}
-    seed = _strict_int(metadata.get("seed"))
+    metadata, problem = _read_json_reason(os.path.join(directory, METADATA_FILENAME))
+    if problem is not None:
+        notes.append(f"{METADATA_FILENAME} {problem}; read as absent")
+    metadata = metadata or {}
+    seed = _metadata_int(metadata, "seed", notes)
     if seed is None:
         seed = _seed_from_directory(run_dir)
     fingerprint = metadata.get("params_fingerprint")
-    split_info = _read_json(os.path.join(directory, SPLIT_INFO_FILENAME)) or {}
-    sizes = {key: _strict_int(split_info.get(key)) for key in _SPLIT_SIZE_KEYS}
+    split_info, problem = _read_json_reason(os.path.join(directory, SPLIT_INFO_FILENAME))
+    if problem is not None:
+        notes.append(f"{SPLIT_INFO_FILENAME} {problem}; split sizes unknown")
+    sizes = {key: _split_size(split_info or {}, key, notes) for key in _SPLIT_SIZE_KEYS}
     return RunRecord(
         run_dir=run_dir,
         model=model,
@@ -316,24 +436,57 @@ def read_run_metrics(run_dir: Path | str) -> RunRecord | None:
         averaging=averaging,
         metrics=metrics,
         mtime=info.st_mtime,
-        returncode=_strict_int(metadata.get("returncode")),
+        returncode=_metadata_int(metadata, "returncode", notes),
         fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        suspect=tuple(notes),
         **sizes,
     )
+
+
+def read_run_metrics(run_dir: Path | str) -> RunRecord | None:
+    """Read one run directory into a :class:`RunRecord`, or None when it is unusable.
+
+    The reason a run is unusable, and what :func:`read_run` sets aside from
+    a usable one, are described there; this wrapper keeps the contract of
+    ``00-decisions.md`` for callers that only need the record.
+    """
+    result = read_run(run_dir)
+    return result if isinstance(result, RunRecord) else None
 
 
 # --- finding run directories ------------------------------------------------------------------
 
 
-def _has_metrics_file(directory: str) -> bool:
+def _listing_problem(directory: str, error: OSError) -> UnreadableRun:
+    """The diagnostic of a directory whose contents cannot be listed or searched."""
+    reason = REASON_PERMISSION if isinstance(error, PermissionError) else error.strerror
+    return UnreadableRun(Path(directory), f"cannot be listed: {reason or error}")
+
+
+def _metrics_entry(directory: str, problems: list[UnreadableRun]) -> bool:
+    """Whether ``directory`` holds an entry named like the metrics file, of any type.
+
+    The entry's type is not checked here: a FIFO, a directory or a dangling
+    link under that name makes the directory a run that cannot be read, which
+    the reader reports with its reason, instead of a directory nobody hears
+    of. A directory that cannot be searched is added to ``problems``.
+    """
     try:
-        return stat.S_ISREG(os.stat(os.path.join(directory, METRICS_FILENAME)).st_mode)
+        os.lstat(os.path.join(directory, METRICS_FILENAME))
+    except FileNotFoundError:
+        return False
+    except PermissionError as exc:
+        problems.append(_listing_problem(directory, exc))
+        return False
     except OSError:
         return False
+    return True
 
 
-def _immediate_candidates(root: str, real_root: str) -> list[tuple[str, str]]:
-    """Children of ``root`` (symlinked ones included) holding a metrics file.
+def _immediate_candidates(
+    root: str, real_root: str, problems: list[UnreadableRun]
+) -> list[tuple[str, str]]:
+    """Children of ``root`` (symlinked ones included) holding a metrics entry.
 
     Returns:
         ``(path, resolved path)`` pairs. Only a symlinked child needs
@@ -347,10 +500,11 @@ def _immediate_candidates(root: str, real_root: str) -> list[tuple[str, str]]:
                 for entry in entries
                 if _is_directory(entry, follow=True)
             ]
-    except OSError:
-        logger.warning("cannot list run root %s; skipped", root)
+    except OSError as exc:
+        logger.warning("cannot list run root %s; skipped", display_path(root))
+        problems.append(_listing_problem(root, exc))
         return []
-    return [(child, resolved) for child, resolved in children if _has_metrics_file(child)]
+    return [(child, resolved) for child, resolved in children if _metrics_entry(child, problems)]
 
 
 def _resolved_child(entry: os.DirEntry, real_root: str) -> str:
@@ -369,84 +523,137 @@ def _is_directory(entry: os.DirEntry, *, follow: bool) -> bool:
         return False
 
 
-def _recursive_candidates(root: str) -> list[str]:
-    """``root`` and every descendant holding a metrics file, never following symlinks.
+def _linked_directory(entry: os.DirEntry) -> bool:
+    """Whether ``entry`` is a symbolic link to an existing directory."""
+    try:
+        return entry.is_symlink() and entry.is_dir(follow_symlinks=True)
+    except OSError:
+        return False
 
-    Not following symbolic links to directories means a link loop cannot hang
-    the scan and a link cannot pull in a tree outside the root. A directory
-    that vanishes or cannot be listed mid-scan is skipped.
+
+def _walk(
+    start: str,
+    real_start: str,
+    visited: set[str],
+    found: list[tuple[str, str]],
+    links: list[str],
+    problems: list[UnreadableRun],
+) -> None:
+    """Scan ``start`` and its descendants without following links; collect linked directories.
+
+    Real paths are derived from ``real_start`` without a system call per
+    directory (no link is followed inside one walk). ``visited`` receives
+    every real path scanned, ``found`` the ``(path, real path)`` of each
+    directory holding a metrics entry, ``links`` the symbolic links to
+    directories met on the way, and ``problems`` every directory that
+    cannot be listed. A directory that vanishes mid-scan is skipped.
     """
-    found: list[str] = []
-    pending = [root]
+    pending = [(start, real_start)]
+    visited.add(real_start)
     while pending:
-        directory = pending.pop()
+        directory, real = pending.pop()
+        holds_metrics = False
         try:
             with os.scandir(directory) as entries:
-                holds_metrics = False
                 for entry in entries:
-                    if _is_directory(entry, follow=False):
-                        pending.append(entry.path)
-                    elif entry.name == METRICS_FILENAME:
-                        try:
-                            holds_metrics = entry.is_file(follow_symlinks=True)
-                        except OSError:
-                            holds_metrics = False
-        except OSError:
-            logger.info("directory %s vanished or cannot be listed during the scan", directory)
+                    if entry.name == METRICS_FILENAME:
+                        holds_metrics = True
+                    elif _is_directory(entry, follow=False):
+                        child_real = os.path.join(real, entry.name)
+                        if child_real not in visited:
+                            visited.add(child_real)
+                            pending.append((entry.path, child_real))
+                    elif _linked_directory(entry):
+                        links.append(entry.path)
+        except FileNotFoundError:
+            logger.info("directory %s vanished during the scan", display_path(directory))
+            continue
+        except OSError as exc:
+            problems.append(_listing_problem(directory, exc))
             continue
         if holds_metrics:
-            found.append(directory)
+            found.append((directory, real))
+
+
+def _recursive_candidates(root: str, problems: list[UnreadableRun]) -> list[tuple[str, str]]:
+    """``root`` and every descendant holding a metrics entry, symbolic links followed once.
+
+    The tree is first walked without following links, so every directory
+    that is really inside it is known under its own path. Then each linked
+    directory (in sorted order, round after round for links found behind
+    links) is walked only if its real path was not visited yet: a link to an
+    ancestor, a link loop or a second link to one target is skipped, so the
+    scan always ends, and a run inside the tree is always listed under its
+    own path rather than through a link.
+
+    Returns:
+        ``(path, real path)`` pairs of the candidates.
+    """
+    visited: set[str] = set()
+    found: list[tuple[str, str]] = []
+    links: list[str] = []
+    _walk(root, os.path.realpath(root), visited, found, links, problems)
+    while links:
+        round_links, links = sorted(links), []
+        for link in round_links:
+            real = os.path.realpath(link)
+            if real in visited:
+                logger.debug("skipping %s: its target was already scanned", display_path(link))
+                continue
+            _walk(link, real, visited, found, links, problems)
     return found
 
 
-def _resolved_descendant(directory: str, root: str, real_root: str) -> str:
-    """Real path of a directory found by :func:`_recursive_candidates` under ``root``.
-
-    No link below the root is followed, so the real path is the root's real
-    path plus the relative part: no system call per run.
-    """
-    return os.path.normpath(os.path.join(real_root, os.path.relpath(directory, root)))
-
-
-def find_run_directories(
+def find_run_candidates(
     roots: Sequence[Path | str] | Path | str, recursive: bool = False
-) -> list[Path]:
-    """Candidate run directories under ``roots``: directories holding the metrics file.
+) -> tuple[list[Path], list[UnreadableRun]]:
+    """Candidate run directories under ``roots``, and the directories that could not be searched.
 
     Args:
         roots: one root or a sequence of roots, scanned in the given order;
             roots that are not existing directories are skipped.
-        recursive: False scans the immediate children of each root; True
-            scans the root itself and every descendant, never following
-            symbolic links to directories.
+        recursive: False scans the immediate children of each root
+            (symlinked children included); True scans the root itself and
+            every descendant, following symbolic links to directories once
+            each (see :func:`_recursive_candidates`).
 
     Returns:
-        Paths as found under their root (not resolved), sorted by path string
-        within each root. A directory reached twice (overlapping roots, or a
-        symlinked child) is kept once, at its first appearance.
+        ``(candidates, problems)``. A candidate is a directory holding an
+        entry named ``classification_metrics.csv`` of any type (the reader
+        says why a non-file cannot be read); paths are as found under their
+        root (not resolved), sorted by path string within each root, and a
+        directory reached twice (overlapping roots, links) is kept once, at
+        its first appearance. ``problems`` lists each directory whose
+        contents could not be listed (permission denied), with its reason:
+        it may hold runs that would otherwise vanish without a word.
     """
     if isinstance(roots, (str, os.PathLike)):
         roots = [roots]
     seen: set[str] = set()
     candidates: list[Path] = []
+    problems: list[UnreadableRun] = []
     for root in roots:
         root_text = os.fspath(root)
         if not os.path.isdir(root_text):
             continue
-        real_root = os.path.realpath(root_text)
         if recursive:
-            found = [
-                (directory, _resolved_descendant(directory, root_text, real_root))
-                for directory in _recursive_candidates(root_text)
-            ]
+            found = _recursive_candidates(root_text, problems)
         else:
-            found = _immediate_candidates(root_text, real_root)
+            found = _immediate_candidates(root_text, os.path.realpath(root_text), problems)
         for directory, resolved in sorted(found):
             if resolved in seen:
                 continue
             seen.add(resolved)
             candidates.append(Path(directory))
-    return candidates
+    unique = {str(problem.run_dir): problem for problem in reversed(problems)}
+    return candidates, [unique[key] for key in dict.fromkeys(str(p.run_dir) for p in problems)]
+
+
+def find_run_directories(
+    roots: Sequence[Path | str] | Path | str, recursive: bool = False
+) -> list[Path]:
+    """Candidate run directories under ``roots`` (see :func:`find_run_candidates`)."""
+    return find_run_candidates(roots, recursive=recursive)[0]
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -457,7 +664,8 @@ def _duplicate_key(record: RunRecord) -> tuple[str, str, int | None, str | None]
 
 
 def _sort_key(record: RunRecord) -> tuple:
-    seed = LEGACY_SEED if record.seed is None else record.seed
+    # A run without a seed sorts before every seeded run: (False, 0) < (True, seed).
+    seed = (record.seed is not None, 0 if record.seed is None else record.seed)
     return (record.dataset, record.model, seed, record.fingerprint or "", str(record.run_dir))
 
 
@@ -479,7 +687,7 @@ def _resolve_duplicates(
             first, second = records[members[0]], records[members[1]]
             raise ValueError(
                 f"duplicate run for model {model!r} on dataset {dataset!r} with seed {seed}: "
-                f"{first.run_dir} and {second.run_dir}"
+                f"{display_path(first.run_dir)} and {display_path(second.run_dir)}"
             )
         winner = members[0]
         for index in members[1:]:
@@ -492,6 +700,14 @@ def _resolve_duplicates(
     return [record for record, kept in zip(records, keep, strict=True) if kept]
 
 
+def _read_with(
+    reader: Callable[[Path], RunRecord | UnreadableRun | None], run_dir: Path
+) -> RunRecord | UnreadableRun:
+    """Call ``reader``; a reader that only answers None gets a generic reason."""
+    result = reader(run_dir)
+    return UnreadableRun(run_dir, "unreadable") if result is None else result
+
+
 def discover_runs(
     roots: Sequence[Path | str] | Path | str,
     recursive: bool = False,
@@ -499,28 +715,35 @@ def discover_runs(
     on_duplicate: str = ON_DUPLICATE_NEWEST,
     include_failed: bool = False,
     *,
-    reader: Callable[[Path], RunRecord | None] | None = None,
+    reader: Callable[[Path], RunRecord | UnreadableRun | None] | None = None,
 ) -> tuple[list[RunRecord], dict[str, list[str]]]:
     """Find and read every run under ``roots``, with a diagnostic for each one set aside.
 
     Args:
-        roots: one root or a sequence of roots (see :func:`find_run_directories`).
+        roots: one root or a sequence of roots (see :func:`find_run_candidates`).
         recursive: search roots at any depth instead of their immediate children.
-        include_legacy: keep runs whose seed cannot be determined, with seed
-            ``LEGACY_SEED``; otherwise they are only reported under ``no_seed``.
+        include_legacy: keep runs whose seed cannot be determined; their
+            ``seed`` stays None (out of band: a real seed -1 is an ordinary
+            seed), so they are never ranked or paired. Otherwise they are
+            only reported under ``no_seed``.
         on_duplicate: ``"newest"`` keeps the run with the newest metrics file
             per (dataset, model, seed, fingerprint); ``"error"`` raises;
             ``"all"`` keeps every run.
         include_failed: keep runs whose recorded returncode is non-zero.
-        reader: reads one directory (default :func:`read_run_metrics`); the
-            platform passes a caching reader so that unchanged runs are not
-            parsed again.
+        reader: reads one directory (default :func:`read_run`) and returns a
+            record or an :class:`UnreadableRun` (None counts as unreadable
+            without a reason); the platform passes a caching reader so that
+            unchanged runs are not parsed again.
 
     Returns:
         ``(records, diagnostics)``. Records are sorted by (dataset, model,
-        seed, fingerprint, run_dir) under every policy. Diagnostics has the
-        keys ``unreadable``, ``no_seed``, ``duplicate``, ``failed`` in that
-        order, each a list of strings in discovery order.
+        seed, fingerprint, run_dir) under every policy, runs without a seed
+        first. Diagnostics has the keys of :data:`DIAGNOSTIC_KEYS` in that
+        order, each a list of strings in discovery order: ``unreadable``
+        holds ``"<dir> (<reason>)"`` for every run (and every directory that
+        could not be listed) that could not be read; ``suspect`` holds
+        ``"<dir> (<note>; <note>)"`` for every kept run from which something
+        was set aside.
 
     Raises:
         ValueError: an unknown ``on_duplicate`` (before any scanning), or a
@@ -537,13 +760,15 @@ def discover_runs(
             f"Unknown on_duplicate: {on_duplicate!r} "
             f"(choose from {', '.join(ON_DUPLICATE_POLICIES)})"
         )
-    read = read_run_metrics if reader is None else reader
+    read = read_run if reader is None else reader
     diagnostics: dict[str, list[str]] = {key: [] for key in DIAGNOSTIC_KEYS}
     records: list[RunRecord] = []
-    for run_dir in find_run_directories(roots, recursive=recursive):
-        record = read(run_dir)
-        if record is None:
-            diagnostics["unreadable"].append(str(run_dir))
+    candidates, problems = find_run_candidates(roots, recursive=recursive)
+    diagnostics["unreadable"] += [problem.entry() for problem in problems]
+    for run_dir in candidates:
+        record = _read_with(read, run_dir)
+        if isinstance(record, UnreadableRun):
+            diagnostics["unreadable"].append(record.entry())
             continue
         if record.returncode is not None and record.returncode != 0:
             diagnostics["failed"].append(f"{run_dir} (returncode {record.returncode})")
@@ -553,7 +778,8 @@ def discover_runs(
             diagnostics["no_seed"].append(str(run_dir))
             if not include_legacy:
                 continue
-            record = record._replace(seed=LEGACY_SEED)
+        if record.suspect:
+            diagnostics["suspect"].append(f"{run_dir} ({'; '.join(record.suspect)})")
         records.append(record)
     records = _resolve_duplicates(records, on_duplicate, diagnostics["duplicate"])
     records.sort(key=_sort_key)
@@ -561,14 +787,6 @@ def discover_runs(
 
 
 # --- the long frame -----------------------------------------------------------------------------
-
-
-def _optional_int_column(values: Iterable[int | None]) -> np.ndarray:
-    """int64 when every value is known, else float64 with NaN for the unknown ones."""
-    items = list(values)
-    if all(v is not None for v in items):
-        return np.asarray(items, dtype=np.int64)
-    return np.asarray([np.nan if v is None else v for v in items], dtype=np.float64)
 
 
 def _empty_frame(columns: Sequence[str]) -> pd.DataFrame:
@@ -579,30 +797,33 @@ def runs_to_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
     """Flatten records into the long runs frame: one row per record and metric.
 
     Records keep their input order and metrics their dict order. Columns are
-    :data:`RUN_FRAME_COLUMNS`. Unknown split sizes (and seeds) are missing
-    values: such a column is float with NaN when any value is unknown, int
-    otherwise. NaN metric values are kept as rows. No records give an empty
-    frame with exactly these columns.
+    :data:`RUN_FRAME_COLUMNS`. Seeds and split sizes are exact integers
+    (see :mod:`deepecgkit.analysis._int_columns`): int64 when every value is
+    known, nullable ``Int64`` when some is unknown, and Python ints in an
+    object column only when a seed does not fit in int64, never float.
+    NaN metric values are kept as rows. No records give an empty frame with
+    exactly these columns.
     """
     if not records:
         return _empty_frame(RUN_FRAME_COLUMNS)
     counts = np.fromiter((len(r.metrics) for r in records), dtype=np.int64, count=len(records))
+    rows = np.repeat(np.arange(len(records)), counts)
 
     def repeat(values: Iterable[Any], dtype: Any = object) -> np.ndarray:
         return np.repeat(np.asarray(list(values), dtype=dtype), counts)
+
+    def repeat_ints(values: Iterable[int | None]) -> Any:
+        return exact_int_array(list(values)).take(rows)
 
     frame = pd.DataFrame(
         {
             "run_dir": repeat(str(r.run_dir) for r in records),
             "model": repeat(r.model for r in records),
             "dataset": repeat(r.dataset for r in records),
-            "seed": np.repeat(_optional_int_column(r.seed for r in records), counts),
+            "seed": repeat_ints(r.seed for r in records),
             "averaging": repeat(r.averaging for r in records),
             "multi_label": repeat((r.multi_label for r in records), dtype=bool),
-            **{
-                key: np.repeat(_optional_int_column(getattr(r, key) for r in records), counts)
-                for key in _SPLIT_SIZE_KEYS
-            },
+            **{key: repeat_ints(getattr(r, key) for r in records) for key in _SPLIT_SIZE_KEYS},
             "metric": np.fromiter(
                 (name for r in records for name in r.metrics), dtype=object, count=counts.sum()
             ),
@@ -705,6 +926,10 @@ def reconcile_averaging(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
 # --- aggregation ----------------------------------------------------------------------------------
 
 
+def _joined_seeds(seeds: pd.Series) -> str:
+    return ",".join(map(str, sorted(int(seed) for seed in seeds)))
+
+
 def _joined_modes(modes: pd.Series) -> str:
     distinct = sorted({str(mode) for mode in modes})
     return "+".join(distinct)
@@ -746,9 +971,10 @@ def aggregate_runs(runs: pd.DataFrame, confidence_level: float = CONFIDENCE_LEVE
         std=("finite_value", "std"),
     )
     modes = grouped["averaging"].agg(_joined_modes)
-    seeded = frame.loc[finite & frame["seed"].notna().to_numpy(), [*keys, "seed"]]
-    seeded = seeded.assign(seed=seeded["seed"].astype(np.int64)).sort_values([*keys, "seed"])
-    seeds = seeded.groupby(keys, sort=True)["seed"].agg(lambda s: ",".join(map(str, s)))
+    seeded = frame.assign(seed=exact_int_series(frame["seed"]))
+    seeded = seeded.loc[finite & seeded["seed"].notna().to_numpy(), [*keys, "seed"]]
+    # Python ints sort and print exactly whatever their size (seeds are identifiers).
+    seeds = seeded.groupby(keys, sort=True)["seed"].agg(_joined_seeds)
 
     result = stats_frame.reset_index()
     result["averaging"] = modes.to_numpy()

@@ -26,7 +26,12 @@ from typing import Any, NoReturn
 
 import pandas as pd
 
-from deepecgkit.analysis._io import atomic_write_text
+from deepecgkit.analysis._io import (
+    UnreadableFileError,
+    atomic_write_text,
+    read_regular_file,
+    remove_file,
+)
 from deepecgkit.analysis.aggregation import (
     DIAGNOSTIC_KEYS,
     RunRecord,
@@ -50,10 +55,15 @@ from deepecgkit.analysis.constants import (
     VERDICTS,
 )
 from deepecgkit.analysis.latex import (
+    UNICODE_ENGINES,
+    compile_table,
     file_stems,
     flip_survival_table,
+    latex_engine,
+    needs_unicode_engine,
     rank_distribution_table,
     results_table,
+    table_index_text,
     tau_table,
     write_tables,
 )
@@ -65,7 +75,7 @@ from deepecgkit.analysis.ranking import (
     tau_summary,
 )
 
-__all__ = ["main"]
+__all__ = ["main", "one_line"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -73,6 +83,10 @@ EXIT_USAGE = 2
 
 #: Metric summarised per dataset in the ``aggregate`` printout.
 SUMMARY_METRIC = "f1"
+#: Diagnostics key of usable runs from which something was set aside.
+SUSPECT = "suspect"
+#: Which dataset each ``results_<stem>.tex`` holds (long names give hashed stems).
+RESULTS_INDEX = "results_tables.json"
 
 
 class UsageError(Exception):
@@ -90,7 +104,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """``text`` with its line breaks written as ``\\n``, so a message stays one stderr line.
 
     Paths and model names come from the file system and from CSV cells, and
@@ -116,7 +130,7 @@ def _add_discovery_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--include-legacy",
         action="store_true",
-        help="keep runs whose seed cannot be determined (seed -1; never ranked or paired)",
+        help="keep runs whose seed cannot be determined (no seed; never ranked or paired)",
     )
     parser.add_argument(
         "--include-failed", action="store_true", help="keep runs with a non-zero returncode"
@@ -198,11 +212,54 @@ class _Output:
             raise DataError(f"cannot write {path}: {exc.strerror or exc}") from exc
         self.written.append(path)
 
-    def tables(self, tables: dict[str, str]) -> None:
+    def tables(self, tables: dict[str, str], warn: Callable[[str], None]) -> None:
+        """Write the tables, then compile each one that needs a Unicode engine.
+
+        Tables of plain names compile with pdflatex (the emitters guarantee
+        it). One holding characters pdflatex cannot typeset is announced with
+        a warning and compiled with lualatex or xelatex when one is installed;
+        if it does not compile, the command fails (exit 1): a table that was
+        checked and failed is never reported as written successfully.
+        """
         try:
             self.written += [Path(p) for p in write_tables(tables, self.directory)]
         except OSError as exc:
             raise DataError(f"cannot write tables to {self.directory}: {exc}") from exc
+        for stem in sorted(tables):
+            if not needs_unicode_engine(tables[stem]):
+                continue
+            engine = latex_engine(tables[stem])
+            name = f"{stem}.tex"
+            if engine is None:
+                warn(
+                    f"{name} holds characters pdflatex cannot typeset; compile it with "
+                    f"{' or '.join(UNICODE_ENGINES)} (none is installed here to check it)"
+                )
+                continue
+            ok, reason = compile_table(tables[stem], engine=engine)
+            if not ok:
+                first = next((line for line in reason.splitlines()[1:] if line.strip()), reason)
+                raise DataError(f"{name} does not compile with {Path(engine).name}: {first}")
+            warn(
+                f"{name} holds characters pdflatex cannot typeset; it compiles with "
+                f"{Path(engine).name} (use {' or '.join(UNICODE_ENGINES)})"
+            )
+
+    def remove_stale(self, index_name: str, current: dict[str, str]) -> list[str]:
+        """Record ``current`` (file -> name) in ``index_name``; remove files the old index
+        listed that are not current. Only files this command wrote before are touched."""
+        index_path = self.directory / index_name
+        try:
+            previous = json.loads(read_regular_file(index_path)[0].decode("utf-8"))
+        except (UnreadableFileError, UnicodeDecodeError, ValueError):
+            previous = {}
+        self.text(index_name, table_index_text(current))
+        stale = [
+            name
+            for name in sorted(previous if isinstance(previous, dict) else {})
+            if name not in current and Path(name).name == name and name.endswith(".tex")
+        ]
+        return [name for name in stale if remove_file(self.directory / name)]
 
 
 def _discover(args: argparse.Namespace) -> tuple[list[RunRecord], dict[str, list[str]]]:
@@ -228,13 +285,19 @@ def _discover(args: argparse.Namespace) -> tuple[list[RunRecord], dict[str, list
 
 
 def _diagnostic_counts(diagnostics: dict[str, list[str]]) -> str:
-    return ", ".join(f"{key} {len(diagnostics[key])}" for key in DIAGNOSTIC_KEYS)
+    """``unreadable a, no_seed b, duplicate c, failed d`` and ``, suspect e`` when e > 0.
+
+    The four counts keep the format scripts already parse; suspect runs (used,
+    with something set aside) are announced only when there are any.
+    """
+    keys = [key for key in DIAGNOSTIC_KEYS if key != SUSPECT or diagnostics.get(key)]
+    return ", ".join(f"{key} {len(diagnostics[key])}" for key in keys)
 
 
 def _summary_lines(records: list[RunRecord], diagnostics: dict[str, list[str]]) -> list[str]:
     models = {r.model for r in records}
     datasets = {r.dataset for r in records}
-    seeds = {r.seed for r in records}
+    seeds = {r.seed for r in records if r.seed is not None}
     return [
         f"runs: {len(records)} usable ({len(models)} models, {len(datasets)} datasets, "
         f"{len(seeds)} distinct seeds)",
@@ -250,7 +313,9 @@ def _diagnostics_frame(diagnostics: dict[str, list[str]]) -> pd.DataFrame:
 # --- aggregate -------------------------------------------------------------------------------
 
 
-def _aggregate(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+def _aggregate(
+    args: argparse.Namespace, out: Callable[[str], None], warn: Callable[[str], None]
+) -> int:
     records, diagnostics = _discover(args)
     output = _Output(args.out)
     runs = runs_to_frame(records)
@@ -260,6 +325,7 @@ def _aggregate(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     output.csv("aggregate.csv", aggregated)
     output.csv("averaging_conflicts.csv", conflicts)
     output.csv("diagnostics.csv", _diagnostics_frame(diagnostics))
+    stale: list[str] = []
     if args.latex:
         stems = file_stems(aggregated["dataset"].astype(str).unique())
         tables = {
@@ -268,11 +334,15 @@ def _aggregate(args: argparse.Namespace, out: Callable[[str], None]) -> int:
             )
             for dataset, stem in stems.items()
         }
-        output.tables(tables)
+        output.tables(tables, warn)
+        index = {f"results_{stem}.tex": dataset for dataset, stem in stems.items()}
+        stale = output.remove_stale(RESULTS_INDEX, index)
 
     lines = _summary_lines(records, diagnostics)
     dropped = int(conflicts["dropped_runs"].sum()) if len(conflicts) else 0
     lines.append(f"averaging conflicts: {len(conflicts)} group(s), {dropped} run(s) dropped")
+    if stale:
+        lines.append(f"removed {len(stale)} stale table(s): {', '.join(stale)}")
     summary = aggregated.loc[aggregated["metric"] == SUMMARY_METRIC]
     for dataset, block in summary.groupby("dataset", sort=True):
         block = block.sort_values(["mean", "model"], ascending=[False, True], na_position="last")
@@ -429,6 +499,7 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
         )
 
     output.csv("ranks.csv", ranks)
+    output.csv("diagnostics.csv", _diagnostics_frame(diagnostics))
     output.csv("rank_distribution.csv", distribution)
     output.csv("kendall_tau.csv", taus)
     output.csv("flip_tests.csv", flips)
@@ -453,7 +524,8 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
                     confidence_level=level,
                     correction=args.correction,
                 ),
-            }
+            },
+            warn,
         )
 
     lines = _summary_lines(records, diagnostics)
@@ -493,10 +565,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text)
 
     def warn(text: str) -> None:
-        print(f"{prefix}: warning: {_one_line(text)}", file=sys.stderr)
+        print(f"{prefix}: warning: {one_line(text)}", file=sys.stderr)
 
     def fail(text: str, code: int) -> int:
-        print(f"{prefix}: error: {_one_line(text)}", file=sys.stderr)
+        print(f"{prefix}: error: {one_line(text)}", file=sys.stderr)
         return code
 
     if command not in ("aggregate", "rank"):
@@ -510,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except SystemExit as exc:  # --help
                 return int(exc.code or 0)
             if command == "aggregate":
-                return _aggregate(args, out)
+                return _aggregate(args, out, warn)
             return _rank(args, out, warn)
     except UsageError as exc:
         return fail(str(exc), EXIT_USAGE)

@@ -13,6 +13,8 @@ can both depend on it.
 
 from __future__ import annotations
 
+import math
+
 # --- Coverage and defaults -------------------------------------------------
 
 #: Default two-sided coverage of every interval.
@@ -79,7 +81,10 @@ MIN_MODELS_FOR_TAU = 3
 #: A paired sample whose SD is at or below this counts as having zero variance.
 ZERO_VARIANCE_TOL = 1e-12
 
-#: Sentinel seed for runs whose seed could not be determined.
+#: Kept for compatibility; no longer an in-band marker. A run whose seed
+#: cannot be determined has no seed (None in a record, a missing value in a
+#: frame, ``null`` in ``run_metadata.json``); -1 is an ordinary seed like any
+#: other, so a real seed -1 never pairs with a run of unknown seed.
 LEGACY_SEED = -1
 
 # --- Bootstrap interval methods ----------------------------------------------------
@@ -142,6 +147,9 @@ SPLIT_INFO_FILENAME = "split_info.json"
 PREDICTIONS_FILENAME = "predictions.csv"
 #: Optional per-sample validation predictions (used to fit a temperature).
 VAL_PREDICTIONS_FILENAME = "val_predictions.csv"
+#: Largest metrics, metadata or split file read (bytes); a larger one is unreadable.
+#: 64 MiB holds a split file listing millions of test groups; nothing real is larger.
+MAX_RUN_FILE_BYTES = 64 * 1024 * 1024
 
 # --- Metric schemas ---------------------------------------------------------------------
 
@@ -187,19 +195,37 @@ LOWER_IS_BETTER = frozenset(CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
 
 # --- Metric ranges -------------------------------------------------------------------
 
-#: Metrics that can exceed 1 without bound.
-_UNBOUNDED_ABOVE = ("nll", "nll_temp", "temperature")
-#: Values a metric can take; tables clip displayed interval bounds to them.
-#: Unbounded ends are ``None``. Every score and calibration error lies in [0, 1]
-#: except MCC, the multi-class Brier score (a sum over classes, up to 2) and the
-#: unbounded ones. Metrics not listed are not clipped.
-METRIC_RANGES: dict[str, tuple[float | None, float | None]] = {
-    **{name: (0.0, 1.0) for name in (*SINGLE_LABEL_METRICS, *MULTI_LABEL_METRICS, "auroc_macro")},
-    "mcc": (-1.0, 1.0),
+#: Closed range of every metric above (infinity where a metric is unbounded). A
+#: value outside it cannot be a measurement of that metric (an F1 of 7.5, a
+#: negative Brier score), so discovery drops it and lists the run; tables clip
+#: displayed interval bounds to it. The Brier
+#: score is the sum-over-classes form, in [0, 2] (docs of
+#: ``deepecgkit.evaluation.calibration``); NLL and the temperature are unbounded above.
+_CALIBRATION_RANGES = {
+    "ece": (0.0, 1.0),
+    "adaptive_ece": (0.0, 1.0),
+    "mce": (0.0, 1.0),
     "brier": (0.0, 2.0),
-    "brier_temp": (0.0, 2.0),
-    **{name: (0.0, None) for name in _UNBOUNDED_ABOVE},
+    "nll": (0.0, math.inf),
+    "classwise_ece": (0.0, 1.0),
+    # The bias-corrected estimates can fall slightly below zero (docs/statistics.md).
+    "ece_debiased": (-1.0, 1.0),
+    "classwise_ece_debiased": (-1.0, 1.0),
 }
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    # Accuracies, precision, recall, F1 and AUROC are fractions.
+    **{
+        name: (0.0, 1.0)
+        for name in (*SINGLE_LABEL_METRICS, *MULTI_LABEL_METRICS)
+        if name not in CALIBRATION_METRICS
+    },
+    "mcc": (-1.0, 1.0),
+    **_CALIBRATION_RANGES,
+    **{f"{name}_temp": bounds for name, bounds in _CALIBRATION_RANGES.items()},
+    "temperature": (0.0, math.inf),
+}
+#: Slack beyond a range's ends for floating-point rounding (an F1 of 1 + 1e-16).
+METRIC_RANGE_TOLERANCE = 1e-9
 
 # --- Flip verdicts (exact strings) --------------------------------------------------------
 
@@ -282,9 +308,11 @@ __all__ = [
     "INTERVAL_PERCENTILE",
     "LEGACY_SEED",
     "LOWER_IS_BETTER",
+    "MAX_RUN_FILE_BYTES",
     "METADATA_FILENAME",
     "METRICS_FILENAME",
     "METRIC_RANGES",
+    "METRIC_RANGE_TOLERANCE",
     "MIN_BOOTSTRAP_GROUPS",
     "MIN_BOOTSTRAP_GROUPS_PER_CLASS",
     "MIN_COLLAPSE_GAP",

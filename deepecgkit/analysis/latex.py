@@ -31,6 +31,8 @@ asset check and the tests compile every emitted table with a real engine.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 import os
@@ -38,6 +40,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -78,6 +81,7 @@ __all__ = [
     "MISSING_CELL",
     "MODEL_DISPLAY_NAMES",
     "SPLIT_DESCRIPTION",
+    "UNICODE_ENGINES",
     "VERDICT_DISPLAY_NAMES",
     "compile_table",
     "display_dataset",
@@ -88,8 +92,10 @@ __all__ = [
     "flip_survival_table",
     "format_cell",
     "latex_engine",
+    "needs_unicode_engine",
     "rank_distribution_table",
     "results_table",
+    "table_index_text",
     "tau_table",
     "transfer_matrix_table",
     "write_tables",
@@ -196,6 +202,119 @@ _TRANSLATION = str.maketrans(
     }
 )
 
+#: Greek letters: the lower-case ones and the capitals LaTeX draws differently
+#: from Latin ones get their math command; the other capitals are Latin letters.
+#: Names of U+03B1 ... U+03C9 and of U+0391 ... U+03A9 in code point order ("-": unassigned).
+_GREEK_LOWER = (
+    "alpha beta gamma delta varepsilon zeta eta theta iota kappa lambda mu nu xi o pi rho",
+    "varsigma sigma tau upsilon varphi chi psi omega",
+)
+_GREEK_UPPER = (
+    "A B Gamma Delta E Z H Theta I K Lambda M N Xi O Pi P",
+    "- Sigma T Upsilon Phi X Psi Omega",
+)
+_GREEK_COMMANDS = {
+    **{
+        chr(0x391 + offset): (rf"\ensuremath{{\{name}}}" if len(name) > 1 else name)
+        for offset, name in enumerate(" ".join(_GREEK_UPPER).split())
+        if name != "-"
+    },
+    **{
+        chr(0x3B1 + offset): (rf"\ensuremath{{\{name}}}" if len(name) > 1 else name)
+        for offset, name in enumerate(" ".join(_GREEK_LOWER).split())
+    },
+    "\u03d1": r"\ensuremath{\vartheta}",
+    "\u03d5": r"\ensuremath{\phi}",
+    "\u03f5": r"\ensuremath{\epsilon}",
+    "\u00b5": r"\ensuremath{\mu}",
+}
+#: Letters and symbols outside ASCII that base LaTeX typesets with a command.
+_UNICODE_COMMANDS = {
+    **_GREEK_COMMANDS,
+    "\u00df": r"\ss{}",
+    "\u00e6": r"\ae{}",
+    "\u00c6": r"\AE{}",
+    "\u0153": r"\oe{}",
+    "\u0152": r"\OE{}",
+    "\u00f8": r"\o{}",
+    "\u00d8": r"\O{}",
+    "\u0142": r"\l{}",
+    "\u0141": r"\L{}",
+    "\u0131": r"\i{}",
+    "\u00a0": "~",
+    "\u2013": "--",
+    "\u2014": "---",
+    "\u2018": "`",
+    "\u2019": "'",
+    "\u201c": "``",
+    "\u201d": "''",
+    "\u2026": r"\ldots{}",
+    "\u00b0": r"\ensuremath{^\circ}",
+    "\u00d7": r"\ensuremath{\times}",
+    "\u00b1": r"\ensuremath{\pm}",
+    "\u00b7": r"\ensuremath{\cdot}",
+}
+#: Combining marks and the LaTeX accent command that puts each on a letter.
+_ACCENT_COMMANDS = {
+    "\u0300": "\\`",
+    "\u0301": "\\'",
+    "\u0302": "\\^",
+    "\u0303": "\\~",
+    "\u0304": "\\=",
+    "\u0306": "\\u",
+    "\u0307": "\\.",
+    "\u0308": '\\"',
+    "\u030a": "\\r",
+    "\u030b": "\\H",
+    "\u030c": "\\v",
+    "\u0323": "\\d",
+    "\u0327": "\\c",
+    "\u0328": "\\k",
+    "\u0331": "\\b",
+}
+#: The engines that typeset any Unicode character (given a font that has it).
+UNICODE_ENGINES = ("lualatex", "xelatex")
+
+
+def _unicode_replacement(char: str) -> str:
+    """What a character outside ASCII becomes in a table.
+
+    A command where base LaTeX has one (Greek letters, ``ß``, typographic
+    quotes and dashes), an accent command on an ASCII letter for an accented
+    Latin letter (``é`` becomes ``\\'{e}``), nothing for an invisible
+    format character (right-to-left and zero-width marks, which carry no
+    glyph and which pdflatex rejects), a space for any other space, and the
+    character itself otherwise: CJK, Hebrew, Arabic and the like need a
+    Unicode engine (see :func:`needs_unicode_engine`).
+    """
+    if char in _UNICODE_COMMANDS:
+        return _UNICODE_COMMANDS[char]
+    category = unicodedata.category(char)
+    if category == "Cf":
+        return ""
+    if category.startswith("Z"):
+        return " "
+    base, *marks = unicodedata.normalize("NFD", char)
+    if base.isascii() and base.isalpha() and marks and all(m in _ACCENT_COMMANDS for m in marks):
+        for mark in marks:
+            base = f"{_ACCENT_COMMANDS[mark]}{{{base}}}"
+        return base
+    return char
+
+
+class _UnicodeTranslation(dict):
+    """The escape table for text outside ASCII: ASCII as :data:`_TRANSLATION`, the rest by
+    :func:`_unicode_replacement`, each code point computed once and then remembered."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        value = char if code < _DELETE else _unicode_replacement(char)
+        self[code] = value
+        return value
+
+
+_UNICODE_TRANSLATION = _UnicodeTranslation(_TRANSLATION)
+
 #: Characters that may not open a body line: after ``\\`` or a booktabs rule,
 #: LaTeX reads a leading ``[`` as an optional length and a leading ``*`` as the
 #: star form, so a model called ``[x]`` would break compilation.
@@ -224,6 +343,8 @@ _TAU_RANGE = (-1.0, 1.0)
 _FALSE_STRINGS = frozenset({"false", "0"})
 _TRUE_STRINGS = frozenset({"true", "1"})
 _COMPILE_JOBNAME = "table"
+#: Characters outside ASCII listed by code point in a table's engine comment.
+_SHOWN_CHARACTERS = 8
 _LOG_TAIL_LINES = 20
 _ERROR_CONTEXT_LINES = 3
 
@@ -369,11 +490,11 @@ def _clip_bounds(
     return low, high, clipped
 
 
-def _range_text(bounds: tuple[float | None, float | None]) -> str:
-    r"""``$[0, 1]$`` or ``$[0, \infty)$`` for a range with an open end."""
+def _range_text(bounds: tuple[float, float]) -> str:
+    r"""``$[0, 1]$`` or ``$[0, \infty)$`` for a range with an open (infinite) end."""
     floor, ceiling = bounds
-    left = r"(-\infty" if floor is None else f"[{floor:g}"
-    right = r"\infty)" if ceiling is None else f"{ceiling:g}]"
+    left = r"(-\infty" if math.isinf(floor) else f"[{floor:g}"
+    right = r"\infty)" if math.isinf(ceiling) else f"{ceiling:g}]"
     return f"${left}, {right}$"
 
 
@@ -428,7 +549,11 @@ def _wrap_table(
     label: str,
     size: str | None = r"\small",
 ) -> str:
-    """The full ``table`` environment, caption above the tabular as booktabs expects."""
+    """The full ``table`` environment, caption above the tabular as booktabs expects.
+
+    A table holding characters pdflatex cannot typeset starts with a comment
+    that says so and which engines can (see :func:`needs_unicode_engine`).
+    """
     lines = [r"\begin{table}[t]", r"\centering"]
     if size is not None:
         lines.append(size)
@@ -442,7 +567,35 @@ def _wrap_table(
         r"\end{tabular}",
         r"\end{table}",
     ]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text if text.isascii() else _unicode_engine_comment(text) + text
+
+
+def _non_ascii(text: str) -> list[str]:
+    """The distinct characters of ``text`` outside ASCII, in order of first appearance."""
+    return list(dict.fromkeys(char for char in text if not char.isascii()))
+
+
+def _unicode_engine_comment(table: str) -> str:
+    """A LaTeX comment naming the characters pdflatex cannot typeset and the engines that can."""
+    characters = _non_ascii(table)
+    shown = ", ".join(f"U+{ord(char):04X}" for char in characters[:_SHOWN_CHARACTERS])
+    more = len(characters) - _SHOWN_CHARACTERS
+    more_text = f" and {more} more" if more > 0 else ""
+    return (
+        f"% This table holds characters pdflatex cannot typeset ({shown}{more_text}).\n"
+        f"% Compile it with {' or '.join(UNICODE_ENGINES)} and a font that has them.\n"
+    )
+
+
+def needs_unicode_engine(table: str) -> bool:
+    """Whether ``table`` holds a character that pdflatex cannot typeset.
+
+    Every emitter escapes what base LaTeX can typeset (see
+    :func:`escape_latex`), so any character left outside ASCII (outside the
+    comment that announces it) needs one of :data:`UNICODE_ENGINES`.
+    """
+    return not table.isascii()
 
 
 def _row(cells: Sequence[str]) -> str:
@@ -536,14 +689,23 @@ def escape_latex(text: str) -> str:
     Applies ``str()`` and then one translation pass over the ten LaTeX special
     characters (``\ { } $ & # ^ _ % ~``); control characters (code point below
     32, or 127) become a space. Each character is looked up once, so a
-    replacement is never escaped again. Characters outside ASCII pass through
-    unchanged and need an engine that can typeset them.
+    replacement is never escaped again. Text outside ASCII is first put in
+    NFC form, then every character that base LaTeX can typeset becomes its
+    command (Greek letters, accented Latin letters, ``ß``, dashes and
+    quotes), invisible format characters are dropped, and what is left (CJK,
+    Hebrew, Arabic ...) passes through unchanged: a table holding such a
+    character needs a Unicode engine (:func:`needs_unicode_engine`).
 
     Example:
         >>> escape_latex(r"C:\a_{1} 50%")
         'C:\\textbackslash{}a\\_\\{1\\} 50\\%'
+        >>> escape_latex("α-café")
+        "\\ensuremath{\\alpha}-caf\\'{e}"
     """
-    return str(text).translate(_TRANSLATION)
+    text = str(text)
+    if text.isascii():
+        return text.translate(_TRANSLATION)
+    return unicodedata.normalize("NFC", text).translate(_UNICODE_TRANSLATION)
 
 
 def display_model(name: str) -> str:
@@ -1404,6 +1566,25 @@ def write_tables(tables: dict[str, str], output_dir: Any) -> list[str]:
 
 
 _UNSAFE_STEM_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+#: Longest stem made from a name. File systems allow 255 bytes per name, and a
+#: stem gets a prefix (``results_``, ``transfer_matrix_``) and a suffix.
+MAX_STEM_CHARACTERS = 96
+#: Readable characters kept of a longer name, before ``_`` and its hash.
+_STEM_PREFIX_CHARACTERS = 80
+_STEM_HASH_DIGITS = 12
+
+
+def _bounded_stem(name: str) -> str:
+    """``name`` with unsafe characters as ``_``; a long one cut to a prefix plus a hash.
+
+    The hash (SHA-256 of the full name) keeps two long names that share their
+    first 80 characters apart.
+    """
+    stem = _UNSAFE_STEM_CHARS.sub("_", name) or "_"
+    if len(stem) <= MAX_STEM_CHARACTERS:
+        return stem
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{stem[:_STEM_PREFIX_CHARACTERS]}_{digest[:_STEM_HASH_DIGITS]}"
 
 
 def file_stems(names: Iterable[str]) -> dict[str, str]:
@@ -1411,12 +1592,16 @@ def file_stems(names: Iterable[str]) -> dict[str, str]:
 
     Names are taken in sorted order; two names that map to the same stem
     (``a b`` and ``a_b``) get ``_2``, ``_3`` ... appended, so no table
-    silently overwrites another.
+    silently overwrites another. A stem longer than
+    :data:`MAX_STEM_CHARACTERS` becomes its first 80 characters, ``_`` and a
+    12-digit hash of the name, so a 300-character dataset name still gives a
+    valid file name; :func:`table_index_text` records which name each file
+    holds.
     """
     stems: dict[str, str] = {}
     taken: set[str] = set()
     for name in sorted({str(n) for n in names}):
-        stem = _UNSAFE_STEM_CHARS.sub("_", name) or "_"
+        stem = _bounded_stem(name)
         candidate, counter = stem, 2
         while candidate in taken:
             candidate, counter = f"{stem}_{counter}", counter + 1
@@ -1425,8 +1610,29 @@ def file_stems(names: Iterable[str]) -> dict[str, str]:
     return stems
 
 
-def latex_engine() -> str | None:
-    """Path of ``pdflatex`` on ``PATH``, or None when no engine is installed."""
+def table_index_text(files: Mapping[str, str]) -> str:
+    """JSON text recording which name each table file holds: ``{file name: name}``.
+
+    File names made by :func:`file_stems` can be cut short and hashed, so
+    whoever writes them also writes this index beside them (sorted, UTF-8,
+    one trailing newline: the same mapping always gives the same bytes).
+    """
+    ordered = {str(key): str(files[key]) for key in sorted(files)}
+    return json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
+
+
+def latex_engine(table: str | None = None) -> str | None:
+    """Path of the engine that can compile ``table``, or None when none is installed.
+
+    Without a table, or for a table pdflatex can typeset: ``pdflatex``. For a
+    table that needs a Unicode engine (:func:`needs_unicode_engine`): the
+    first of :data:`UNICODE_ENGINES` on ``PATH``.
+    """
+    if table is not None and needs_unicode_engine(table):
+        for engine in UNICODE_ENGINES:
+            if (path := shutil.which(engine)) is not None:
+                return path
+        return None
     return shutil.which("pdflatex")
 
 
@@ -1474,7 +1680,7 @@ def compile_table(
     Args:
         table: One table as returned by an emitter.
         engine: Command or path of the engine (``pdflatex``, ``lualatex`` ...);
-            default :func:`latex_engine`.
+            default ``latex_engine(table)``, the engine the table needs.
         timeout: Seconds before the run is abandoned (reported as a failure).
 
     Returns:
@@ -1484,12 +1690,13 @@ def compile_table(
     Raises:
         RuntimeError: No engine is installed, or ``engine`` cannot be found.
     """
-    command = engine if engine is not None else latex_engine()
+    command = engine if engine is not None else latex_engine(table)
     executable = shutil.which(command) if command is not None else None
     if executable is None:
+        wanted = " or ".join(UNICODE_ENGINES) if needs_unicode_engine(table) else "pdflatex"
         raise RuntimeError(
-            f"no LaTeX engine found ({command or 'pdflatex'} is not on PATH); "
-            "install TeX Live's pdflatex or pass engine= the path of one"
+            f"no LaTeX engine found ({command or wanted} is not on PATH); "
+            f"install TeX Live's {wanted} or pass engine= the path of one"
         )
     with tempfile.TemporaryDirectory(prefix="deepecg-latex-") as folder:
         workdir = Path(folder)

@@ -25,6 +25,7 @@ the caller's: the report turns each into its own exclusion reason.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
@@ -32,10 +33,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from deepecgkit.analysis._io import read_regular_file
 from deepecgkit.analysis.constants import PREDICTIONS_FILENAME
 
 __all__ = [
     "PREDICTIONS_TXT_FILENAME",
+    "parse_predictions",
     "predictions_path",
     "read_predictions",
     "read_predictions_file",
@@ -54,17 +57,23 @@ _TXT_PRED = "predicted_label"
 
 
 def predictions_path(run_dir: str | os.PathLike[str]) -> Path | None:
-    """The predictions file of ``run_dir``: ``predictions.csv`` if it is a file,
-    else ``predictions.txt`` if it is a file, else None."""
+    """The predictions file of ``run_dir``: ``predictions.csv`` if that name exists,
+    else ``predictions.txt`` if that name exists, else None.
+
+    Existence is enough (a FIFO, a directory or a dangling link counts): a
+    ``predictions.csv`` that cannot be read is then reported by the reader
+    with its reason, instead of being passed over silently for the
+    ``predictions.txt`` beside it or for "no predictions".
+    """
     directory = Path(run_dir)
     for name in (PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME):
         candidate = directory / name
-        if candidate.is_file():
+        if os.path.lexists(candidate):
             return candidate
     return None
 
 
-def _read_table(path: Path, separator: str) -> pd.DataFrame:
+def _read_table(data: bytes, path: Path, separator: str) -> pd.DataFrame:
     """Every cell as its exact string; header names stripped of surrounding blanks.
 
     The header is read as a data row so that repeated column names are
@@ -72,7 +81,12 @@ def _read_table(path: Path, separator: str) -> pd.DataFrame:
     """
     try:
         raw = pd.read_csv(
-            path, sep=separator, header=None, dtype=str, keep_default_na=False, encoding="utf-8"
+            io.BytesIO(data),
+            sep=separator,
+            header=None,
+            dtype=str,
+            keep_default_na=False,
+            encoding="utf-8",
         )
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"cannot parse {path}: {exc}") from exc
@@ -134,9 +148,28 @@ _CANONICAL_ORDER = re.compile(r"(sample_id|group_id|y_true(?:_\d+)?|prob_\d+|log
 def read_predictions_file(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read one predictions file (``.csv`` or the upstream ``.txt``) into the canonical layout.
 
+    The file is read through the one safe open of run-directory files (a
+    FIFO is rejected instead of blocking) and parsed by
+    :func:`parse_predictions`.
+
+    Raises:
+        ValueError: the file cannot be parsed (encoding, CSV structure,
+            repeated column names, no header).
+        OSError: the file cannot be read (an
+            :class:`~deepecgkit.analysis._io.UnreadableFileError` with its reason).
+    """
+    data, _ = read_regular_file(path)
+    return parse_predictions(data, path)
+
+
+def parse_predictions(data: bytes, path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Parse the bytes of one predictions file into the canonical layout.
+
     Args:
-        path: a ``predictions.csv`` or ``predictions.txt`` file; the format is
-            chosen by the suffix (``.txt`` means tab-separated upstream layout).
+        data: the file's content.
+        path: where it came from: the format is chosen by the suffix
+            (``.txt`` means tab-separated upstream layout), and error
+            messages name it.
 
     Returns:
         One row per sample with, where present, ``sample_id`` and ``group_id``
@@ -146,15 +179,14 @@ def read_predictions_file(path: str | os.PathLike[str]) -> pd.DataFrame:
         ``group_id = sample_id`` (each sample its own group).
 
     Raises:
-        ValueError: the file cannot be parsed (encoding, CSV structure,
+        ValueError: the data cannot be parsed (encoding, CSV structure,
             repeated column names, no header).
-        OSError: the file cannot be read.
     """
     file_path = Path(path)
     if file_path.suffix == ".txt":
-        frame = _canonical_from_txt(_read_table(file_path, "\t"))
+        frame = _canonical_from_txt(_read_table(data, file_path, "\t"))
     else:
-        frame = _read_table(file_path, ",")
+        frame = _read_table(data, file_path, ",")
     kept = [c for c in frame.columns if _CANONICAL_ORDER.fullmatch(c)]
     frame = frame.loc[:, kept]
     for column in kept:
@@ -172,6 +204,7 @@ def read_predictions(run_dir: str | os.PathLike[str]) -> pd.DataFrame:
     Raises:
         FileNotFoundError: the directory holds neither file.
         ValueError: the file cannot be parsed.
+        OSError: the file cannot be read (permission denied, not a regular file).
     """
     path = predictions_path(run_dir)
     if path is None:

@@ -20,9 +20,9 @@ Conventions:
   ``unavailable`` when the split sizes are unknown, with a note saying which).
 * Per-seed value: the mean of the finite values of all rows with the same
   (dataset, model, seed, metric); there is normally one row.
-* Legacy runs (seed ``LEGACY_SEED``) and rows without a seed are never ranked
-  or paired, because "same seed means same split" cannot hold for an
-  unknown seed.
+* Rows without a seed (runs whose seed could not be determined) are never
+  ranked or paired, because "same seed means same split" cannot hold for an
+  unknown seed. Seeds are exact integers of any size; -1 is an ordinary seed.
 * Verdicts follow the fixed decision order of ``00-decisions.md``.
 
 :func:`all_flip_tests` does not loop over :func:`flip_test`: it evaluates
@@ -240,7 +240,7 @@ def _paired_values(
     per_seed = rows.groupby(["model", "seed"], sort=True)["value"].mean()
     a = per_seed.loc[model_a] if model_a in per_seed.index.get_level_values(0) else pd.Series()
     b = per_seed.loc[model_b] if model_b in per_seed.index.get_level_values(0) else pd.Series()
-    seeds = sorted(set(a.index.astype(int)) & set(b.index.astype(int)))
+    seeds = sorted(set(a.index) & set(b.index))
     a_values = a.reindex(seeds).to_numpy(dtype=np.float64)
     b_values = b.reindex(seeds).to_numpy(dtype=np.float64)
     contributing = rows.loc[rows["seed"].isin(seeds)]
@@ -250,11 +250,14 @@ def _paired_values(
 
 
 def _mean_optional(frame: pd.DataFrame, column: str) -> float | None:
-    """Mean of the finite values of ``column``; None when absent, empty or all missing."""
+    """Mean of the known sizes in ``column``; None when absent, empty or all unknown.
+
+    A size is known when finite and positive: a count of zero or less is unknown.
+    """
     if column not in frame.columns or frame.empty:
         return None
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
-    finite = values[np.isfinite(values)]
+    finite = values[np.isfinite(values) & (values > 0)]
     return float(finite.mean()) if finite.size else None
 
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from deepecgkit.analysis.cli import one_line
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
     DEFAULT_BOOTSTRAP_SEED,
@@ -94,7 +95,7 @@ def _setting(name: str, text: str, kind: type) -> int | float:
 
 
 def _fail(message: str, code: int = EXIT_ERROR) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    print(f"{PROG}: error: {one_line(message)}", file=sys.stderr)
     return code
 
 
@@ -139,6 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc))
     except OSError as exc:
         return _fail(f"cannot write the report to {args.out}: {exc}")
+    except MemoryError:
+        return _fail("not enough memory for these settings; lower --n-resamples or --bins")
+    except Exception as exc:  # the contract: one line, never a traceback
+        return _fail(f"{exc or type(exc).__name__} ({type(exc).__name__})")
 
     statuses = [entry["status"] for entry in result.manifest["inputs"]]
     n_included = sum(status != "excluded" for status in statuses)

@@ -2,7 +2,7 @@
 
 Re-discovering a grid of 100,000 runs should not parse 100,000 metrics files
 again when only one run was added. :class:`RunCache` memoises
-:func:`~deepecgkit.analysis.aggregation.read_run_metrics` by the path,
+:func:`~deepecgkit.analysis.aggregation.read_run` by the path,
 modification time (nanoseconds) and size of each run's metrics file, and is
 persisted as JSON lines between processes. Keying on the metrics file is
 sound because writers put ``classification_metrics.csv`` in place last (see
@@ -15,7 +15,9 @@ the listing itself would be too large) and compares digests to decide
 whether anything was added, changed or removed. A run whose metrics file
 cannot be read yet (still being written in place by a non-atomic writer) is
 listed as pending and left out of the digest, so it changes the digest, and
-is picked up, on the tick where it becomes readable.
+is picked up, on the tick where it becomes readable. A metrics file without
+its final line break, or whose row is shorter than its header, is such a
+file (see :func:`~deepecgkit.analysis.aggregation.read_run`).
 """
 
 from __future__ import annotations
@@ -31,8 +33,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from deepecgkit.analysis._io import atomic_write_text
-from deepecgkit.analysis.aggregation import RunRecord, find_run_directories, read_run_metrics
+from deepecgkit.analysis._io import (
+    REASON_MISSING,
+    UnreadableFileError,
+    atomic_write_text,
+    display_path,
+    read_regular_file,
+)
+from deepecgkit.analysis.aggregation import (
+    RunRecord,
+    UnreadableRun,
+    find_run_candidates,
+    read_run,
+)
 from deepecgkit.analysis.constants import METRICS_FILENAME
 
 __all__ = ["FileState", "RunCache", "TreeState", "metrics_file_state", "scan_tree_state"]
@@ -41,8 +54,9 @@ logger = logging.getLogger(__name__)
 
 #: Hex characters of SHA-256 kept in a tree digest (64 bits: collisions are not a concern).
 DIGEST_LENGTH = 16
-#: Version of the cache file format; a file of another version is ignored.
-CACHE_FORMAT_VERSION = 2
+#: Version of the cache file format; a file of another version is ignored. Version 3
+#: added unreadable runs' reasons and the records' ``suspect`` notes.
+CACHE_FORMAT_VERSION = 3
 
 
 class FileState(NamedTuple):
@@ -76,83 +90,167 @@ def _record_to_json(record: RunRecord) -> str:
 
 
 def _record_from_json(text: str) -> RunRecord:
+    """Decode one cached record; ``ValueError`` (or ``TypeError``/``KeyError``) when damaged."""
     data = json.loads(text)
+    if not isinstance(data, dict) or set(data) != set(RunRecord._fields):
+        raise ValueError(f"a record needs exactly the keys {', '.join(RunRecord._fields)}")
     data["run_dir"] = Path(data["run_dir"])
     data["metrics"] = {name: _float_or_nan(value) for name, value in data["metrics"].items()}
-    return RunRecord(**data)
+    data["suspect"] = tuple(str(note) for note in data["suspect"])
+    record = RunRecord(**data)
+    if not isinstance(record.model, str) or not isinstance(record.dataset, str):
+        raise ValueError("model and dataset must be strings")
+    return record
+
+
+def _plausible_text(text: str) -> bool:
+    """Whether a cached record's text can be whole: a JSON object or a JSON string, no NUL.
+
+    A line cut short (a crash while a foreign tool rewrote the file, a disk
+    filling up) loses its closing brace or quote, which this cheap check
+    catches without decoding every record at load time.
+    """
+    if "\0" in text:
+        return False
+    if text.startswith("{"):
+        return text.endswith("}")
+    return len(text) >= 2 and text.startswith('"') and text.endswith('"')
 
 
 class _Entry:
-    """One cached run: the file state it was read at and its record, parsed on first use.
+    """One cached run: the file state it was read at and its result, decoded on first use.
 
-    A saved cache holds each record as JSON text; decoding 100,000 of them
-    costs seconds, and a sensor tick only needs to know *whether* a run was
-    readable, so the text is decoded only when the record is asked for.
+    The result is a :class:`RunRecord` or, for a run that could not be read,
+    an :class:`UnreadableRun`. A saved cache holds each result as JSON text
+    (a record as an object, an unreadable run's reason as a string);
+    decoding 100,000 records costs seconds, and a sensor tick only needs to
+    know *whether* a run was readable, so the text is decoded only when the
+    result is asked for.
     """
 
-    __slots__ = ("_record", "_text", "mtime_ns", "readable", "size")
+    __slots__ = ("_result", "_text", "mtime_ns", "readable", "size")
 
     def __init__(
-        self, mtime_ns: int, size: int, record: RunRecord | None, text: str | None = None
+        self,
+        mtime_ns: int,
+        size: int,
+        result: RunRecord | UnreadableRun | None,
+        text: str | None = None,
     ) -> None:
         self.mtime_ns, self.size = mtime_ns, size
-        self._record, self._text = record, text
-        self.readable = record is not None or bool(text)
+        self._result, self._text = result, text
+        if result is not None:
+            self.readable = isinstance(result, RunRecord)
+        else:
+            self.readable = bool(text) and text.startswith("{")  # type: ignore[union-attr]
 
-    def record(self) -> RunRecord | None:
-        if self._record is None and self._text:
-            self._record = _record_from_json(self._text)
-        return self._record
+    def result(self, run_dir: Path) -> RunRecord | UnreadableRun:
+        """The cached result; ``ValueError`` and friends when the saved text is damaged."""
+        if self._result is None:
+            text = self._text or ""
+            if text.startswith("{"):
+                self._result = _record_from_json(text)
+            else:
+                reason = json.loads(text)
+                if not isinstance(reason, str):
+                    raise ValueError("an unreadable run's reason must be a string")
+                self._result = UnreadableRun(run_dir, reason)
+        return self._result
 
     def line(self, path: str) -> str:
-        text = self._text if self._record is None else _record_to_json(self._record)
-        return f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{text or ''}"
+        if self._result is None:
+            text = self._text or ""
+        elif isinstance(self._result, RunRecord):
+            text = _record_to_json(self._result)
+        else:
+            text = json.dumps(self._result.reason)
+        return f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{text}"
+
+
+def _parse_line(line: str) -> tuple[str, _Entry] | None:
+    """One saved line as ``(run directory, entry)``; None when the line is damaged."""
+    fields = line.rstrip("\n").split("\t", 3)
+    if len(fields) != 4 or not _plausible_text(fields[3]):
+        return None
+    try:
+        run_dir = json.loads(fields[0])
+        mtime_ns, size = int(fields[1]), int(fields[2])
+    except ValueError:
+        return None
+    if not isinstance(run_dir, str):
+        return None
+    return run_dir, _Entry(mtime_ns, size, None, fields[3])
 
 
 class RunCache:
-    """``read_run_metrics`` memoised by the state of each run's metrics file.
+    """:func:`~deepecgkit.analysis.aggregation.read_run` memoised by the state of each metrics file.
 
     Use :meth:`read` as the ``reader`` of
     :func:`~deepecgkit.analysis.aggregation.discover_runs`. Unreadable runs
-    are cached too, so a corrupt directory is not parsed on every refresh;
-    it is parsed again as soon as its metrics file changes.
+    are cached too, with their reason, so a corrupt directory is not parsed
+    on every refresh; it is parsed again as soon as its metrics file changes.
+
+    A cache is never a source of truth: a damaged line of a saved cache is
+    dropped (that run is parsed again), a damaged file is ignored and
+    rebuilt, and each event is logged with the cache's path. Runs that the
+    last scan did not visit are dropped by :meth:`prune_unvisited`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path | str | None = None) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._visited: set[str] = set()
+        self.path = None if path is None else Path(path)
         self.hits = 0
         self.misses = 0
+        self.damaged = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def _current(self, state: FileState) -> _Entry | None:
+        self._visited.add(state.path)
         entry = self._entries.get(state.path)
         if entry is None or entry.mtime_ns != state.mtime_ns or entry.size != state.size:
             return None
         return entry
+
+    def _where(self) -> str:
+        return "in memory" if self.path is None else display_path(self.path)
 
     def known_readable(self, state: FileState) -> bool | None:
         """Whether the run at ``state`` was readable; None when it must be parsed."""
         entry = self._current(state)
         return None if entry is None else entry.readable
 
-    def read(self, run_dir: Path) -> RunRecord | None:
-        """The run's record, parsed only when its metrics file changed since it was cached."""
+    def read(self, run_dir: Path) -> RunRecord | UnreadableRun:
+        """The run's record (or why it is unreadable), parsed only when its metrics file changed."""
+        run_dir = run_dir if isinstance(run_dir, Path) else Path(run_dir)
         state = metrics_file_state(run_dir)
         if state is None:
             self._entries.pop(os.fspath(run_dir), None)
-            return None
+            self._visited.add(os.fspath(run_dir))
+            return read_run(run_dir)
         entry = self._current(state)
         if entry is not None:
-            self.hits += 1
-            return entry.record()
+            try:
+                result = entry.result(run_dir)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                self.damaged += 1
+                logger.warning(
+                    "run cache %s: damaged record of %s dropped (%s); parsing the run again",
+                    self._where(),
+                    display_path(run_dir),
+                    exc,
+                )
+            else:
+                self.hits += 1
+                return result
         self.misses += 1
-        record = read_run_metrics(run_dir)
+        result = read_run(run_dir)
         # Stored under the state seen *before* parsing: if the file changed in
         # between, the next lookup misses and parses again.
-        self._entries[state.path] = _Entry(state.mtime_ns, state.size, record)
-        return record
+        self._entries[state.path] = _Entry(state.mtime_ns, state.size, result)
+        return result
 
     def prune(self, keep: Iterable[str]) -> None:
         """Forget runs whose directories are no longer in ``keep``."""
@@ -160,31 +258,79 @@ class RunCache:
         for path in [p for p in self._entries if p not in wanted]:
             del self._entries[path]
 
-    def save(self, path: Path | str) -> Path:
+    def prune_unvisited(self) -> int:
+        """Forget every run not looked up since the cache was created or loaded.
+
+        Call it after a complete scan, before :meth:`save`, so that run
+        directories deleted since the last save leave the cache.
+
+        Returns:
+            The number of entries dropped.
+        """
+        before = len(self._entries)
+        self.prune(self._visited)
+        return before - len(self._entries)
+
+    def save(self, path: Path | str | None = None) -> Path:
         """Write the cache (atomically): a header line, then one tab-separated line per run."""
+        target = self.path if path is None else Path(path)
+        if target is None:
+            raise ValueError("save() needs a path for a cache that was not loaded from one")
         lines = [json.dumps({"format": CACHE_FORMAT_VERSION})]
         lines += [entry.line(run_dir) for run_dir, entry in sorted(self._entries.items())]
-        return atomic_write_text(path, "\n".join(lines) + "\n")
+        return atomic_write_text(target, "\n".join(lines) + "\n")
 
     @classmethod
     def load(cls, path: Path | str) -> RunCache:
-        """Read a saved cache; a missing, foreign or corrupt file gives an empty cache."""
-        cache = cls()
+        """Read a saved cache, dropping damaged lines; an unusable file gives an empty cache.
+
+        A missing file is the normal first start (nothing is logged). A file
+        of another format version is ignored (logged at info level). A file
+        that cannot be read or decoded, whose header is damaged, and each
+        damaged line are logged as warnings that name the cache.
+        """
+        cache = cls(path)
         try:
-            with open(path, encoding="utf-8") as handle:
-                header = json.loads(handle.readline() or "{}")
-                if header.get("format") != CACHE_FORMAT_VERSION:
-                    return cache
-                for line in handle:
-                    run_dir, mtime_ns, size, text = line.rstrip("\n").split("\t", 3)
-                    cache._entries[json.loads(run_dir)] = _Entry(
-                        int(mtime_ns), int(size), None, text or None
-                    )
-        except FileNotFoundError:
+            data, _ = read_regular_file(path)
+        except UnreadableFileError as exc:
+            if exc.reason != REASON_MISSING:
+                logger.warning(
+                    "run cache %s cannot be read (%s); rebuilding it", cache._where(), exc.reason
+                )
             return cache
-        except (OSError, ValueError) as exc:
-            logger.warning("ignoring unreadable run cache %s: %s", path, exc)
-            return cls()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            logger.warning("run cache %s is not UTF-8; rebuilding it", cache._where())
+            return cache
+        header, _, body = text.partition("\n")
+        try:
+            version = json.loads(header).get("format")
+        except (ValueError, AttributeError):
+            logger.warning("run cache %s has a damaged header; rebuilding it", cache._where())
+            return cache
+        if version != CACHE_FORMAT_VERSION:
+            logger.info(
+                "run cache %s has format %r, not %d; rebuilding it",
+                cache._where(),
+                version,
+                CACHE_FORMAT_VERSION,
+            )
+            return cache
+        for line in body.split("\n"):
+            if not line:
+                continue
+            parsed = _parse_line(line)
+            if parsed is None:
+                cache.damaged += 1
+                continue
+            cache._entries[parsed[0]] = parsed[1]
+        if cache.damaged:
+            logger.warning(
+                "run cache %s: %d damaged line(s) dropped; those runs are parsed again",
+                cache._where(),
+                cache.damaged,
+            )
         return cache
 
 
@@ -220,19 +366,22 @@ def scan_tree_state(
     """Scan ``roots`` and summarise the readable runs as a :class:`TreeState`.
 
     Only runs whose metrics file is new or changed since ``cache`` saw it are
-    parsed, so an unchanged tree costs one ``stat`` per run.
+    parsed, so an unchanged tree costs one ``stat`` per run. Pending are the
+    runs that cannot be read now (a half-written metrics file among them)
+    and the directories that cannot be listed.
     """
     cache = RunCache() if cache is None else cache
     readable: list[FileState] = []
-    pending: list[str] = []
-    for run_dir in find_run_directories(roots, recursive=recursive):
+    candidates, problems = find_run_candidates(roots, recursive=recursive)
+    pending = [display_path(problem.run_dir) for problem in problems]
+    for run_dir in candidates:
         state = metrics_file_state(run_dir)
         known = None if state is None else cache.known_readable(state)
         if known is None and state is not None:
-            known = cache.read(run_dir) is not None
+            known = isinstance(cache.read(run_dir), RunRecord)
         if known:
             readable.append(state)
         else:
-            pending.append(str(run_dir))
+            pending.append(display_path(run_dir))
     readable.sort()
     return TreeState(entries=tuple(readable), pending=tuple(pending), digest=_digest(readable))

@@ -998,8 +998,8 @@ def collapse_gap_floor(metric: str | None, n_classes: int | None = None) -> floa
         return COLLAPSE_GAP_FLOORS[metric]
     chance = chance_level(metric, n_classes)
     if chance is not None:
-        best = METRIC_RANGES.get(metric, (None, 1.0))[1]
-        return COLLAPSE_FLOOR_FRACTION * ((1.0 if best is None else best) - chance)
+        best = METRIC_RANGES.get(metric, (0.0, 1.0))[1]
+        return COLLAPSE_FLOOR_FRACTION * ((1.0 if math.isinf(best) else best) - chance)
     return MIN_COLLAPSE_GAP
 
 

@@ -46,7 +46,6 @@ from deepecgkit.evaluation.constants import (
     AVERAGE_MODES,
     AVERAGING_MACRO_LABEL,
     DEFAULT_CALIBRATION_BINS,
-    LEGACY_SEED,
     METADATA_FILENAME,
     METRICS_FILENAME,
     MULTI_LABEL_COLUMNS,
@@ -251,18 +250,24 @@ def _check_calibration_bins(calibration_bins: Any) -> int:
         ) from exc
 
 
-def _seed_from(run_dir: Path, metadata: Mapping[str, Any]) -> int:
+def _seed_from(run_dir: Path, metadata: Mapping[str, Any]) -> int | None:
+    """The run's seed; None (written as ``null``: no seed) when neither source has one.
+
+    An unknown seed is recorded out of band, never as a number: ``LEGACY_SEED``
+    (-1) is an ordinary seed to every reader, and a run of unknown seed must
+    not pair with a real seed -1.
+    """
     if "seed" in metadata:
         return int(metadata["seed"])
     match = _SEED_PATTERN.search(run_dir.name)
     if match:
         return int(match.group(1))
     logger.warning(
-        "no seed in metadata and none in the directory name %s; recording LEGACY_SEED=%d",
+        "no seed in metadata and none in the directory name %s; recording seed null "
+        "(LEGACY_SEED is no longer written)",
         run_dir.name,
-        LEGACY_SEED,
     )
-    return LEGACY_SEED
+    return None
 
 
 def _fingerprint_from(metadata: Mapping[str, Any]) -> str:

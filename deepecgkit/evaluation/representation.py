@@ -582,6 +582,7 @@ def cross_dataset_transfer(
     progress: bool = False,
     verbose: bool = False,
     keep_embeddings: str = KEEP_NONE,
+    skip_unreadable_checkpoints: bool = False,
     **probe_kwargs: Any,
 ) -> TransferMatrix:
     """Probe every encoder (row) on every target dataset (column).
@@ -606,6 +607,10 @@ def cross_dataset_transfer(
         progress: progress bars while embedding.
         keep_embeddings: ``"none"``, ``"all"`` or ``"diagonal"`` (diagonal and
             random-init cells) held-out embeddings to keep.
+        skip_unreadable_checkpoints: a checkpoint that is missing, unreadable
+            or does not fit ``model_name``/``input_channels`` gives its row
+            NaN cells with a note naming it (instead of raising), so one bad
+            file does not cost the rest of the matrix.
         **probe_kwargs: passed to :func:`build_probe`.
 
     Returns:
@@ -618,6 +623,8 @@ def cross_dataset_transfer(
             targets, an unregistered target without a module, a checkpoint
             that does not fit ``model_name``/``input_channels``.
         FileNotFoundError: a missing checkpoint.
+
+        With ``skip_unreadable_checkpoints`` a bad checkpoint raises neither.
     """
     if metric not in PROBE_METRICS:
         raise ValueError(f"metric must be one of {', '.join(PROBE_METRICS)}, got {metric!r}")
@@ -660,7 +667,7 @@ def cross_dataset_transfer(
     }
     from deepecgkit.models import FeatureExtractor
 
-    rows: list[tuple[str, FeatureExtractor]] = []
+    rows: list[tuple[str, FeatureExtractor | str]] = []
     if include_random_init:
         rows.append(
             (
@@ -669,9 +676,18 @@ def cross_dataset_transfer(
             )
         )
     for source in sorted(checkpoints):
-        extractor = FeatureExtractor.from_checkpoint(
-            checkpoints[source], model_name, input_channels=input_channels, **extractor_kwargs
-        )
+        try:
+            extractor: FeatureExtractor | str = FeatureExtractor.from_checkpoint(
+                checkpoints[source], model_name, input_channels=input_channels, **extractor_kwargs
+            )
+        except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
+            # A checkpoint torch can load may still hold garbage model arguments
+            # (TypeError, KeyError) or weights of the wrong shape (RuntimeError).
+            if not skip_unreadable_checkpoints:
+                raise
+            # torch's own messages run over several lines; the first says what failed.
+            extractor = f"encoder checkpoint unusable: {str(exc).splitlines()[0]}"
+            logger.warning("%s: %s", source, extractor)
         rows.append((source, extractor))
     sources = [name for name, _ in rows]
     values = np.full((len(rows), len(columns)), _NAN)
@@ -699,14 +715,29 @@ def cross_dataset_transfer(
         if class_names is not None:
             matrix.class_names[target] = list(class_names)
         for row, (source, extractor) in enumerate(rows):
-            result, test = _probe_cell(
-                extractor, module, metric, model_name, source, target, probe_kwargs
-            )
+            if isinstance(extractor, str):
+                result, test = _nan_cell(metric, model_name, source, target, extractor), None
+            else:
+                result, test = _probe_cell(
+                    extractor, module, metric, model_name, source, target, probe_kwargs
+                )
             values[row, col] = result.score
             matrix.results[_cell_key(source, target)] = result
             if test is not None and _keep(keep_embeddings, source, target):
                 matrix.embeddings[_cell_key(source, target)] = test
     return matrix
+
+
+def _nan_cell(metric: str, model_name: str, source: str, target: str, note: str) -> ProbeResult:
+    """A cell that could not be probed: every metric NaN, with the reason as its note."""
+    return ProbeResult(
+        metrics=dict.fromkeys(PROBE_METRICS, _NAN),
+        metric=metric,
+        model_name=model_name,
+        source=source,
+        target=target,
+        note=note,
+    )
 
 
 def _probe_cell(
@@ -725,15 +756,7 @@ def _probe_cell(
     except ValueError as exc:
         note = f"encoder could not embed {target}: {exc}"
         logger.warning("%s -> %s: %s", source, target, note)
-        result = ProbeResult(
-            metrics=dict.fromkeys(PROBE_METRICS, _NAN),
-            metric=metric,
-            model_name=model_name,
-            source=source,
-            target=target,
-            note=note,
-        )
-        return result, None
+        return _nan_cell(metric, model_name, source, target, note), None
     result = linear_probe(
         train,
         test,

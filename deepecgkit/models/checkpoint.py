@@ -8,12 +8,14 @@ checks. Checkpoints hold only tensors and plain values and are read with
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
+from deepecgkit.analysis._io import REASON_MISSING, UnreadableFileError, read_regular_file
 from deepecgkit.registry import get_model
 
 __all__ = [
@@ -33,16 +35,24 @@ _REQUIRED_KEYS = ("model_name", "model_kwargs", "state_dict")
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
     """Load a checkpoint dictionary onto the CPU.
 
+    The file is read through the one safe open of run-directory files, so a
+    FIFO under the checkpoint's name is rejected instead of blocking.
+
     Raises:
         FileNotFoundError: no file at ``path`` (the message names it).
-        ValueError: the file is not a checkpoint of this package (unreadable,
-            or missing ``model_name``/``model_kwargs``/``state_dict``).
+        ValueError: the file is not a checkpoint of this package (not a
+            readable regular file, not loadable, or missing
+            ``model_name``/``model_kwargs``/``state_dict``).
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        data, _ = read_regular_file(path)
+    except UnreadableFileError as exc:
+        if exc.reason == REASON_MISSING:
+            raise FileNotFoundError(f"checkpoint not found: {path}") from None
+        raise ValueError(f"cannot read checkpoint {path}: {exc.reason}") from None
+    try:
+        checkpoint = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several unrelated types for a bad file
         raise ValueError(f"cannot read checkpoint {path}: {type(exc).__name__}: {exc}") from exc
     if not isinstance(checkpoint, dict):

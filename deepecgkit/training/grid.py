@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from deepecgkit.analysis.aggregation import _read_json, read_run_metrics
 from deepecgkit.analysis.constants import (
     DEFAULT_CALIBRATION_BINS,
     DEFAULT_RANK_METRIC,
@@ -214,24 +215,13 @@ def grid_parameters(model: str, dataset: str, settings: GridSettings) -> dict[st
 
 
 def _read_metadata(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / METADATA_FILENAME
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return payload if isinstance(payload, dict) else None
+    return _read_json(run_dir / METADATA_FILENAME)
 
 
 def _read_headline(run_dir: Path) -> float:
     """The headline metric of a finished run directory (NaN when unreadable)."""
-    import csv
-
-    try:
-        with (run_dir / METRICS_FILENAME).open(newline="", encoding="utf-8") as handle:
-            row = next(csv.DictReader(handle))
-        return float(row.get(DEFAULT_RANK_METRIC) or math.nan)
-    except (OSError, StopIteration, ValueError):
-        return math.nan
+    record = read_run_metrics(run_dir)
+    return math.nan if record is None else record.metrics.get(DEFAULT_RANK_METRIC, math.nan)
 
 
 def _resume_decision(task: _RunTask) -> str | None:

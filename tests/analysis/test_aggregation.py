@@ -27,7 +27,6 @@ from deepecgkit.analysis.aggregation import (
 from deepecgkit.analysis.constants import (
     AVERAGING_MACRO_LABEL,
     AVERAGING_UNKNOWN,
-    LEGACY_SEED,
     METADATA_FILENAME,
     METRICS_FILENAME,
     SINGLE_LABEL_METRICS,
@@ -169,9 +168,13 @@ def test_cell_values_nan_inf_and_garbage(tmp_path: Path) -> None:
     )
     record = read_run_metrics(run)
     assert record.model == "007", "model names stay strings"
-    assert math.isnan(record.metrics["f1"]) and record.metrics["accuracy"] == math.inf
+    assert math.isnan(record.metrics["f1"]) and math.isnan(record.metrics["accuracy"])
     assert math.isnan(record.metrics["auroc"]) and math.isnan(record.metrics["mcc"])
-    assert record.metrics["precision"] == -math.inf
+    assert math.isnan(record.metrics["precision"]), "an infinite precision is out of range"
+    assert record.suspect == (
+        "accuracy inf outside [0, 1]; dropped",
+        "precision -inf outside [0, 1]; dropped",
+    )
     assert record.averaging == AVERAGING_UNKNOWN
 
 
@@ -247,9 +250,13 @@ def test_discover_runs_reports_every_bad_input(tmp_path: Path) -> None:
     (root / "not_a_run").mkdir()
     (root / "stray.txt").write_text("x")
     records, diagnostics = discover_runs(root)
-    assert list(diagnostics) == ["unreadable", "no_seed", "duplicate", "failed"]
+    assert list(diagnostics) == ["unreadable", "no_seed", "duplicate", "failed", "suspect"]
     assert [r.run_dir.name for r in records] == ["cnn_afib_seed0", "cnn_afib_seed1"]
-    assert diagnostics["unreadable"] == [str(root / "empty_seed0"), str(root / "nomodel_seed0")]
+    assert diagnostics["unreadable"] == [
+        f"{root / 'empty_seed0'} (classification_metrics.csv does not end with a line break "
+        "(half-written?))",
+        f"{root / 'nomodel_seed0'} (classification_metrics.csv has no model column)",
+    ]
     assert diagnostics["no_seed"] == [str(root / "legacy")]
     assert diagnostics["failed"] == [
         f"{root / 'crashed_seed2'} (returncode 1)",
@@ -259,7 +266,7 @@ def test_discover_runs_reports_every_bad_input(tmp_path: Path) -> None:
 
     with_legacy, _ = discover_runs([root], include_legacy=True, include_failed=True)
     by_name = {r.run_dir.name: r for r in with_legacy}
-    assert by_name["legacy"].seed == LEGACY_SEED
+    assert by_name["legacy"].seed is None, "an unknown seed stays out of band"
     assert by_name["crashed_seed2"].returncode == 1
 
 
@@ -346,15 +353,20 @@ def test_recursive_discovery_and_overlapping_roots(tmp_path: Path) -> None:
     assert len(twice) == 3
 
 
-def test_symlink_loop_does_not_hang_and_links_are_not_followed(tmp_path: Path) -> None:
+def test_symlink_loop_does_not_hang_and_links_are_followed_once(tmp_path: Path) -> None:
     root = tmp_path / "root"
     make_run(root / "a", "cnn_afib_seed0")
     (root / "a" / "loop").symlink_to(root, target_is_directory=True)
     outside = tmp_path / "outside"
     make_run(outside, "lstm_afib_seed0", model="lstm")
     (root / "link_out").symlink_to(outside, target_is_directory=True)
-    records, _ = discover_runs([root], recursive=True)
-    assert [r.model for r in records] == ["cnn"]
+    (root / "second_link").symlink_to(outside, target_is_directory=True)
+    records, diagnostics = discover_runs([root], recursive=True)
+    assert [r.run_dir for r in records] == [
+        root / "a" / "cnn_afib_seed0",
+        root / "link_out" / "lstm_afib_seed0",
+    ], "a link into the tree is skipped; a link out of it is followed once"
+    assert diagnostics["duplicate"] == []
 
 
 def test_directory_vanishing_mid_scan_is_skipped(tmp_path: Path, monkeypatch) -> None:
@@ -409,7 +421,7 @@ def test_runs_to_frame_columns_and_types(tmp_path: Path) -> None:
     assert list(frame.columns) == list(RUN_FRAME_COLUMNS)
     assert len(frame) == 4, "NaN metric values are kept as rows"
     assert frame["seed"].dtype == np.int64
-    assert frame["n_train"].dtype == np.float64 and frame["n_train"].isna().sum() == 2
+    assert frame["n_train"].dtype == "Int64" and frame["n_train"].isna().sum() == 2
     assert frame.index.tolist() == [0, 1, 2, 3]
     empty = runs_to_frame([])
     assert list(empty.columns) == list(RUN_FRAME_COLUMNS) and empty.empty

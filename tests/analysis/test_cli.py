@@ -238,7 +238,7 @@ def test_aggregate_reports_diagnostics_conflicts_and_warnings(
 
     diagnostics = read_csv(out_dir / "diagnostics.csv")
     assert diagnostics["reason"].tolist() == ["unreadable", "no_seed", "duplicate", "failed"]
-    assert diagnostics["entry"].iloc[0] == str(runs / "broken_seed9")
+    assert diagnostics["entry"].iloc[0].startswith(f"{runs / 'broken_seed9'} (")
     assert "dropped; kept" in diagnostics["entry"].iloc[2]
     assert diagnostics["entry"].iloc[3] == f"{runs / 'crashed_seed5'} (returncode 1)"
     conflicts = read_csv(out_dir / "averaging_conflicts.csv")
@@ -255,10 +255,11 @@ def test_aggregate_discovery_options(capsys: pytest.CaptureFixture[str], tmp_pat
         ["aggregate", runs, "--include-legacy", "--include-failed", "--out", out_dir],
     )
     assert code == 0
-    assert out.splitlines()[0] == "runs: 10 usable (2 models, 1 datasets, 6 distinct seeds)"
+    assert out.splitlines()[0] == "runs: 10 usable (2 models, 1 datasets, 5 distinct seeds)"
     aggregated = read_csv(out_dir / "aggregate.csv")
     cnn_f1 = aggregated[(aggregated["model"] == "cnn") & (aggregated["metric"] == "f1")].iloc[0]
-    assert cnn_f1["seeds"] == "-1,0,1,2,3,5"
+    assert cnn_f1["seeds"] == "0,1,2,3,5", "the legacy run has no seed, not seed -1"
+    assert cnn_f1["n"] == 6, "but its value counts"
     code, out, _ = cli(capsys, ["aggregate", tmp_path, "--recursive", "--out", out_dir])
     assert code == 0 and out.startswith("runs: 8 usable")
     code, _, _ = cli(capsys, ["aggregate", runs, "--on-duplicate", "all", "--out", out_dir])
@@ -311,10 +312,11 @@ def test_rank_worked_example_with_claim(
         WORKED_FLIP_LINE,
         "claim: cnn best on afib, worst on ptbxl: supported "
         "(p_claim_directional 0.02371, 2 component(s), 0 untestable)",
-        f"wrote 5 file(s) to {out_dir}",
+        f"wrote 6 file(s) to {out_dir}",
     ]
     assert sorted(p.name for p in out_dir.iterdir()) == [
         "claim.json",
+        "diagnostics.csv",
         "flip_tests.csv",
         "kendall_tau.csv",
         "rank_distribution.csv",
@@ -368,7 +370,7 @@ def test_rank_options_change_the_summary(
     assert lines[4].startswith("flip tests: 3 comparison(s), BY family 'significant' of size ")
     flips = read_csv(out_dir / "flip_tests.csv")
     assert (flips["fdr_family"] == "significant").all()
-    assert lines[-1] == f"wrote 4 file(s) to {out_dir}"
+    assert lines[-1] == f"wrote 5 file(s) to {out_dir}"
 
 
 def test_rank_filters_and_greedy_lists(
@@ -719,7 +721,7 @@ def test_latex_outputs_compile_with_hostile_names(
     assert code == 0
     tex = sorted(p.name for p in aggregate_dir.glob("*.tex"))
     assert tex == ["results__data_set_1.tex", "results_back_slash.tex", "results_ptb_xl.tex"]
-    assert out.splitlines()[-1] == f"wrote 7 file(s) to {aggregate_dir}"
+    assert out.splitlines()[-1] == f"wrote 8 file(s) to {aggregate_dir}", "tables + their index"
 
     rank_dir = tmp_path / "rank"
     code, out, _ = cli(
@@ -744,7 +746,7 @@ def test_latex_outputs_compile_with_hostile_names(
         "kendall_tau.tex",
         "rank_distribution.tex",
     ]
-    assert out.splitlines()[-1] == f"wrote 8 file(s) to {rank_dir}"
+    assert out.splitlines()[-1] == f"wrote 9 file(s) to {rank_dir}"
     flips = read_csv(rank_dir / "flip_tests.csv")
     planted = flips[
         (flips["model_a"] == "a_b&c%")

@@ -43,7 +43,10 @@ def test_fifo_metrics_file_is_unusable_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(run / METRICS_FILENAME)
     assert read_without_blocking(run) is None
     records, diagnostics = discover_runs([tmp_path])
-    assert records == [] and diagnostics["unreadable"] == []
+    assert records == [], "a FIFO is never a run"
+    assert diagnostics["unreadable"] == [
+        f"{run} (classification_metrics.csv: not a regular file (FIFO))"
+    ], "and never vanishes without a word"
 
 
 @requires_fifo

@@ -1,10 +1,12 @@
-"""Tests for the atomic writers in ``deepecgkit.analysis._io``."""
+"""Tests for ``deepecgkit.analysis._io``: the atomic writers and the one safe open."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
+import tempfile
 
 import pytest
 
@@ -76,3 +78,82 @@ def test_permissions_follow_the_umask(tmp_path):
     finally:
         os.umask(previous)
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+# --- the one safe open of run-directory files ---------------------------------------------------
+
+
+def _reason(path) -> str:
+    with pytest.raises(_io.UnreadableFileError) as caught:
+        _io.read_regular_file(path)
+    return caught.value.reason
+
+
+def test_read_regular_file_returns_bytes_and_stat(tmp_path):
+    target = tmp_path / "f.json"
+    target.write_bytes(b'{"a": 1}')
+    data, info = _io.read_regular_file(target)
+    assert data == b'{"a": 1}' and info.st_size == 8
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_every_kind_of_non_file_gets_one_clear_reason(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert _reason(tmp_path / "fifo") == "not a regular file (FIFO)"
+    assert _reason(tmp_path / "folder") == "not a regular file (directory)"
+    assert _reason(tmp_path / "dangling") == "not a regular file (dangling symbolic link)"
+    assert _reason(tmp_path / "loop") == "not a regular file (symbolic link loop)"
+    assert _reason(tmp_path / "missing") == _io.REASON_MISSING
+    assert _reason("/dev/null") == "not a regular file (character device)"
+    assert str(_io.UnreadableFileError(tmp_path / "fifo", "x")) == f"{tmp_path / 'fifo'}: x"
+
+
+def test_read_is_bounded_by_max_bytes(tmp_path):
+    target = tmp_path / "big"
+    target.write_bytes(b"x" * 101)
+    assert _io.read_regular_file(target, max_bytes=101)[0] == b"x" * 101
+    assert _reason_limited(target, 100) == "larger than 100 bytes"
+
+
+def _reason_limited(path, limit: int) -> str:
+    with pytest.raises(_io.UnreadableFileError) as caught:
+        _io.read_regular_file(path, max_bytes=limit)
+    return caught.value.reason
+
+
+def _reason_or_data(path: str) -> str:
+    try:
+        return _io.read_regular_file(path)[0].decode()
+    except _io.UnreadableFileError as exc:
+        return exc.reason
+
+
+def test_a_file_the_user_may_not_read_is_permission_denied(as_unprivileged):
+    # Not under tmp_path: that folder is private to root, and nobody must reach the file.
+    base = tempfile.mkdtemp(prefix="deepecg-io-")
+    os.chmod(base, 0o755)
+    locked = os.path.join(base, "locked.json")
+    with open(locked, "w") as handle:
+        handle.write("{}")
+    os.chmod(locked, 0)
+    try:
+        assert as_unprivileged(_reason_or_data, locked) == _io.REASON_PERMISSION
+    finally:
+        shutil.rmtree(base)
+
+
+def test_display_path_escapes_bytes_that_are_not_utf8():
+    name = os.fsdecode(b"/runs/caf\xe9_seed0")
+    assert _io.display_path(name) == "/runs/caf\\xe9_seed0"
+    assert _io.display_path("/runs/café") == "/runs/café"
+    _io.display_path(name).encode("utf-8")
+
+
+def test_remove_file_is_idempotent(tmp_path):
+    target = tmp_path / "manifest.json"
+    target.write_text("{}")
+    assert _io.remove_file(target) is True and not target.exists()
+    assert _io.remove_file(target) is False

@@ -15,6 +15,7 @@ import math
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -375,7 +376,10 @@ def test_escape_every_control_character_becomes_one_space():
         ("x^y~z#{}$", r"x\textasciicircum{}y\textasciitilde{}z\#\{\}\$"),
         ("", ""),
         ("plain-name 1.0", "plain-name 1.0"),
-        ("café", "café"),
+        ("café", r"caf\'{e}"),
+        ("α", r"\ensuremath{\alpha}"),
+        ("中文", "中文"),
+        ("a\u200fb", "ab"),
     ],
 )
 def test_escape_names(raw, escaped):
@@ -400,7 +404,7 @@ _TOKEN = re.compile(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(max_codepoint=0x2FF)))
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)))
 def test_escape_round_trips_and_leaves_no_bare_special(text):
     escaped = L.escape_latex(text)
     tokens = _TOKEN.findall(escaped)
@@ -1291,3 +1295,45 @@ def test_import_pulls_in_neither_torch_dagster_nor_matplotlib():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x3FF)))
+def test_escape_of_any_text_keeps_no_invisible_or_control_character(text):
+    escaped = L.escape_latex(text)
+    assert not any(ord(c) < 32 or ord(c) == 127 for c in escaped)
+    assert not any(unicodedata.category(c) == "Cf" for c in escaped), "marks carry no glyph"
+    assert L.escape_latex(unicodedata.normalize("NFD", text)) == escaped, "NFC first"
+
+
+@pytest.mark.parametrize(
+    ("name", "escaped"),
+    [
+        ("Ωmega-ß", r"\ensuremath{\Omega}mega-\ss{}"),
+        ("Ångström", r"\r{A}ngstr\"{o}m"),
+        ("naïve “net” – v2", r"na\"{i}ve ``net'' -- v2"),
+        ("Łódź", r"\L{}\'{o}d\'{z}"),
+    ],
+)
+def test_escape_maps_latin_and_greek_letters_to_latex_commands(name, escaped):
+    assert L.escape_latex(name) == escaped
+    assert not L.needs_unicode_engine(L.escape_latex(name))
+
+
+def test_a_table_with_cjk_names_announces_the_engine_it_needs():
+    frame = pd.DataFrame(
+        [("数据", "模型", "f1", 0.5, 0.4, 0.6, 3)], columns=list(L._RESULTS_COLUMNS)
+    )
+    table = L.results_table(frame, "数据")
+    assert L.needs_unicode_engine(table)
+    assert table.startswith("% This table holds characters pdflatex cannot typeset (U+6570")
+    assert "lualatex or xelatex" in table.splitlines()[1]
+
+
+def test_long_names_give_bounded_distinct_file_stems():
+    long_a, long_b = "a" * 300, "a" * 299 + "b"
+    stems = L.file_stems([long_a, long_b, "short"])
+    assert stems["short"] == "short"
+    assert len({stems[long_a], stems[long_b]}) == 2
+    assert all(len(stem) <= L.MAX_STEM_CHARACTERS for stem in stems.values())
+    assert stems[long_a].startswith("a" * 80 + "_")

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import os
+import shutil
 from pathlib import Path
 
-from deepecgkit.analysis.aggregation import discover_runs, read_run_metrics
+import pytest
+
+from deepecgkit.analysis.aggregation import UnreadableRun, discover_runs, read_run_metrics
 from deepecgkit.analysis.constants import METRICS_FILENAME
 from deepecgkit.analysis.run_cache import RunCache, metrics_file_state, scan_tree_state
 from deepecgkit.analysis.synthetic import write_run_directory
 
 
 def make(root: Path, name: str, seed: int, f1: float = 0.5) -> Path:
-    metrics = {"f1": f1, "accuracy": math.nan, "auroc": math.inf}
+    metrics = {"f1": f1, "accuracy": math.nan, "nll": math.inf}
     return write_run_directory(root / name, model="cnn", dataset="afib", metrics=metrics, seed=seed)
 
 
@@ -25,16 +30,17 @@ def test_cache_reads_once_and_survives_a_save(tmp_path: Path) -> None:
     cache = RunCache()
     first, diagnostics = discover_runs(tmp_path / "runs", reader=cache.read)
     assert (cache.misses, cache.hits) == (4, 0)
-    assert diagnostics["unreadable"] == [str(broken)]
+    unreadable = [f"{broken} (classification_metrics.csv has no data row)"]
+    assert diagnostics["unreadable"] == unreadable
 
     cache.save(tmp_path / "cache.jsonl")
     reloaded = RunCache.load(tmp_path / "cache.jsonl")
     second, diagnostics = discover_runs(tmp_path / "runs", reader=reloaded.read)
     assert (reloaded.misses, reloaded.hits) == (0, 4), "nothing is parsed again"
-    assert diagnostics["unreadable"] == [str(broken)]
+    assert diagnostics["unreadable"] == unreadable, "the reason is cached too"
     for cached, fresh in zip(second, first, strict=True):
         assert cached._replace(metrics={}) == fresh._replace(metrics={})
-        assert math.isnan(cached.metrics["accuracy"]) and cached.metrics["auroc"] == math.inf
+        assert math.isnan(cached.metrics["accuracy"]) and cached.metrics["nll"] == math.inf
     assert [r.run_dir for r in second] == runs
 
 
@@ -47,7 +53,9 @@ def test_changed_metrics_file_is_parsed_again(tmp_path: Path) -> None:
     assert cache.read(run).metrics["f1"] == 0.75
     assert cache.misses == 2
     (run / METRICS_FILENAME).unlink()
-    assert cache.read(run) is None and len(cache) == 0
+    gone = cache.read(run)
+    assert isinstance(gone, UnreadableRun) and len(cache) == 0
+    assert gone.reason == "classification_metrics.csv: vanished"
 
 
 def test_corrupt_or_foreign_cache_files_give_an_empty_cache(tmp_path: Path) -> None:
@@ -56,7 +64,7 @@ def test_corrupt_or_foreign_cache_files_give_an_empty_cache(tmp_path: Path) -> N
     foreign.write_text('{"format": 999}\n"x"\t1\t2\t\n')
     assert len(RunCache.load(foreign)) == 0
     corrupt = tmp_path / "corrupt.jsonl"
-    corrupt.write_text('{"format": 2}\nnot a line\n')
+    corrupt.write_text('{"format": 3}\nnot a line\n')
     assert len(RunCache.load(corrupt)) == 0
 
 
@@ -91,3 +99,61 @@ def test_tree_state_digest_tracks_readable_runs(tmp_path: Path) -> None:
     assert after.digest != before.digest and after.pending == ()
     state = metrics_file_state(half)
     assert state is not None and state in after.entries
+
+
+# --- a damaged cache is never a source of truth -------------------------------------------------
+
+
+def _saved_cache(tmp_path: Path, n: int = 3) -> tuple[Path, Path, list[str]]:
+    runs = tmp_path / "runs"
+    for seed in range(n):
+        make(runs, f"cnn_afib_seed{seed}", seed)
+    cache = RunCache()
+    discover_runs(runs, reader=cache.read)
+    path = tmp_path / "cache" / "run_records.jsonl"
+    cache.save(path)
+    return runs, path, path.read_text(encoding="utf-8").splitlines()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "nul", "missing_key", "header"])
+def test_damaged_discovery_cache_line_is_dropped_and_parsed_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    runs, path, lines = _saved_cache(tmp_path)
+    fresh, _ = discover_runs(runs)
+    if damage == "truncated":
+        text = "\n".join(lines)[:-40]  # cut mid-line, as a crash mid-write would
+    elif damage == "nul":
+        text = "\n".join([*lines[:2], lines[2].replace('"cnn"', '"c\\u0000nn"', 1) + "\0"])
+    elif damage == "missing_key":
+        head, tab, record = lines[2].rpartition("\t")
+        data = json.loads(record)
+        del data["model"]
+        text = "\n".join([*lines[:2], head + tab + json.dumps(data), *lines[3:]])
+    else:
+        text = "{format: 3\n" + "\n".join(lines[1:])
+    path.write_text(text + "\n", encoding="utf-8")
+
+    with caplog.at_level(logging.WARNING, logger="deepecgkit.analysis.run_cache"):
+        cache = RunCache.load(path)
+        records, diagnostics = discover_runs(runs, reader=cache.read)
+    assert [r._replace(metrics={}) for r in records] == [r._replace(metrics={}) for r in fresh]
+    assert not diagnostics["unreadable"], "the runs are read, not lost"
+    assert cache.misses >= 1 and cache.hits + cache.misses == 3
+    assert str(path) in caplog.text, "the log names the cache"
+    cache.prune_unvisited()
+    cache.save()
+    assert RunCache.load(path).damaged == 0, "the rewritten cache is whole again"
+
+
+def test_cache_is_pruned_of_runs_that_no_longer_exist(tmp_path: Path) -> None:
+    runs, path, _ = _saved_cache(tmp_path)
+    shutil.rmtree(runs / "cnn_afib_seed1")
+    cache = RunCache.load(path)
+    discover_runs(runs, reader=cache.read)
+    assert cache.prune_unvisited() == 1
+    cache.save()
+    assert sorted(RunCache.load(path)._entries) == [
+        str(runs / "cnn_afib_seed0"),
+        str(runs / "cnn_afib_seed2"),
+    ]

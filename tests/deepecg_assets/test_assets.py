@@ -161,7 +161,13 @@ def test_materialisations_carry_metadata(platform) -> None:
     discovery = events["discovered_runs"]
     assert discovery["dagster/row_count"].value == 60
     assert discovery["unreadable_count"].value == 0
-    assert set(discovery["diagnostics"].value) == {"unreadable", "no_seed", "duplicate", "failed"}
+    assert set(discovery["diagnostics"].value) == {
+        "unreadable",
+        "no_seed",
+        "duplicate",
+        "failed",
+        "suspect",
+    }
     assert events["averaging_conflicts"]["dropped_runs"].value == 1
     assert events["flip_grid"]["fdr_family"].value == "testable"
     assert events["flip_grid"]["fdr_method"].value == "by"

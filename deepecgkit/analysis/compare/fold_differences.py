@@ -258,7 +258,7 @@ def paired_fold_differences(
         fold_metrics: long table with columns ``model``, ``fold``, ``metric``,
             ``value`` (others ignored), for one design (one dataset). NaN means
             the metric is missing for that model and fold. To use seeds as
-            folds, rename ``seed`` to ``fold`` and drop ``LEGACY_SEED`` rows.
+            folds, rename ``seed`` to ``fold`` and drop rows without a seed.
         tie_tolerance: ``|improvement|`` at or below this is a tie (finite,
             >= 0). It absorbs last-bit differences such as
             ``0.3 - (0.1 + 0.2) = -5.55e-17``.

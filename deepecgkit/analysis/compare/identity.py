@@ -6,7 +6,8 @@ detail, so a user sees exactly why a run is absent and nothing disappears
 silently. The checks, in order:
 
 1. ``unreadable`` - metrics CSV, a present metadata/split JSON, or the
-   predictions cannot be parsed, or model/dataset is missing;
+   predictions cannot be read (permission denied, not a regular file,
+   vanished) or parsed, or model/dataset is missing;
 2. ``failed_run`` - a recorded non-zero ``returncode``;
 3. ``no_predictions``; 4. ``multilabel_unsupported``;
 5. ``malformed_predictions``; 6. ``non_normalised_probabilities``;
@@ -30,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -40,15 +40,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from deepecgkit.analysis.aggregation import read_run_metrics
+from deepecgkit.analysis._io import REASON_MISSING, UnreadableFileError, read_regular_file
+from deepecgkit.analysis.aggregation import UnreadableRun, read_run
 from deepecgkit.analysis.constants import (
-    LEGACY_SEED,
     METADATA_FILENAME,
     METRICS_FILENAME,
     PROBABILITY_SUM_TOLERANCE,
     SPLIT_INFO_FILENAME,
 )
-from deepecgkit.analysis.predictions import predictions_path, read_predictions_file
+from deepecgkit.analysis.predictions import parse_predictions, predictions_path
 
 __all__ = [
     "STATUS_EXCLUDED",
@@ -150,33 +150,45 @@ class RunInput:
         return self.reason is not None
 
 
-def seed_of(run: RunInput) -> int:
-    """The run's seed; ``LEGACY_SEED`` while it is unknown (unreadable runs)."""
-    return LEGACY_SEED if run.seed is None else run.seed
+def seed_of(run: RunInput) -> tuple[bool, int]:
+    """A sort key for the run's seed: runs whose seed is unknown first, then by seed.
+
+    An unknown seed is out of band (``run.seed`` is None), so a real seed -1
+    is never confused with it.
+    """
+    return (run.seed is not None, 0 if run.seed is None else run.seed)
 
 
 class _Unreadable(Exception):
-    """A file of the run directory cannot be parsed (detail in the message)."""
+    """A file of the run directory cannot be read or parsed (detail in the message)."""
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _read_file(path: Path) -> bytes | None:
+    """The bytes of a run-directory file; None when absent; ``_Unreadable`` otherwise.
+
+    Every file goes through the one safe open: a FIFO, a directory, a file
+    the user may not read or one that vanished is an exclusion with that
+    reason, never a hang or an aborted report.
+    """
+    try:
+        data, _ = read_regular_file(path)
+    except UnreadableFileError as exc:
+        if exc.reason == REASON_MISSING:
+            return None
+        raise _Unreadable(f"{path.name}: {exc.reason}") from None
+    return data
 
 
-def _read_object(path: Path) -> dict[str, Any] | None:
+def _read_object(name: str, data: bytes | None) -> dict[str, Any] | None:
     """A present JSON file's top-level object; None when absent; ``_Unreadable`` otherwise."""
-    if not path.exists():
+    if data is None:
         return None
     try:
-        parsed = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise _Unreadable(f"{path.name} cannot be parsed: {exc}") from exc
+        parsed = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _Unreadable(f"{name} cannot be parsed: {exc}") from exc
     if not isinstance(parsed, dict):
-        raise _Unreadable(f"{path.name} holds a {type(parsed).__name__}, not a JSON object")
+        raise _Unreadable(f"{name} holds a {type(parsed).__name__}, not a JSON object")
     return parsed
 
 
@@ -188,31 +200,37 @@ def _shown(values: Any) -> str:
 
 
 def _load(run: RunInput) -> None:
-    """Fill the run from its files; raise ``_Unreadable`` for check 1."""
-    for name in HASHED_FILES:
-        if (run.path / name).is_file():
-            run.files[name] = _sha256(run.path / name)
-    run.predictions_file = predictions_path(run.path)
-    if run.predictions_file is not None:
-        run.files[run.predictions_file.name] = _sha256(run.predictions_file)
-    record = read_run_metrics(run.path)
-    if record is None:
-        raise _Unreadable(
-            f"{METRICS_FILENAME} cannot be parsed, has no data row, or lacks model/dataset"
-        )
+    """Fill the run from its files; raise ``_Unreadable`` for check 1.
+
+    Metadata, split information and predictions are read once each, and
+    their recorded hashes are those of the very bytes that were parsed.
+    """
+    contents = {name: _read_file(run.path / name) for name in HASHED_FILES}
+    for name, data in contents.items():
+        if data is not None:
+            run.files[name] = hashlib.sha256(data).hexdigest()
+    record = read_run(run.path)
+    if isinstance(record, UnreadableRun):
+        raise _Unreadable(record.reason)
     run.model, run.dataset = record.model, record.dataset
-    run.seed = LEGACY_SEED if record.seed is None else record.seed
+    run.seed = record.seed
     run.returncode = record.returncode
-    run.metadata = _read_object(run.path / METADATA_FILENAME)
-    run.split_info = _read_object(run.path / SPLIT_INFO_FILENAME)
+    run.metadata = _read_object(METADATA_FILENAME, contents[METADATA_FILENAME])
+    run.split_info = _read_object(SPLIT_INFO_FILENAME, contents[SPLIT_INFO_FILENAME])
     fingerprint = (run.metadata or {}).get("params_fingerprint")
     run.fingerprint = fingerprint if isinstance(fingerprint, str) and fingerprint else None
+    run.predictions_file = predictions_path(run.path)
     if run.predictions_file is not None:
         try:
-            run.frame = read_predictions_file(run.predictions_file)
-            run.predictions_mtime = os.stat(run.predictions_file).st_mtime
-        except (OSError, ValueError) as exc:
+            data, info = read_regular_file(run.predictions_file)
+        except UnreadableFileError as exc:
+            raise _Unreadable(f"{run.predictions_file.name}: {exc.reason}") from None
+        run.files[run.predictions_file.name] = hashlib.sha256(data).hexdigest()
+        try:
+            run.frame = parse_predictions(data, run.predictions_file)
+        except ValueError as exc:
             raise _Unreadable(str(exc)) from exc
+        run.predictions_mtime = info.st_mtime
 
 
 # --- checks 5-8 on the predictions table -------------------------------------------------------
@@ -408,8 +426,8 @@ def _resolve_duplicates(runs: list[RunInput]) -> None:
     """Check 11: keep the newest of each surviving (model, dataset, seed), seed known."""
     survivors: dict[tuple[str, str, int], list[RunInput]] = {}
     for run in runs:
-        if not run.excluded and run.seed != LEGACY_SEED:
-            key = (run.model or "", run.dataset or "", seed_of(run))
+        if not run.excluded and run.seed is not None:
+            key = (run.model or "", run.dataset or "", run.seed)
             survivors.setdefault(key, []).append(run)
     for group in survivors.values():
         if len(group) == 1:

@@ -20,6 +20,7 @@ import pandas as pd
 import scipy
 
 import deepecgkit
+from deepecgkit.analysis._io import display_path
 from deepecgkit.analysis.compare.identity import RunInput
 from deepecgkit.analysis.compare.mcnemar import MCNEMAR_CAVEAT, MCNEMAR_CAVEAT_CODE
 
@@ -83,7 +84,7 @@ def versions(plots: bool) -> dict[str, str | None]:
 def _input_entry(run: RunInput) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
-        "path": run.path.as_posix(),
+        "path": display_path(run.path.as_posix()),
         "status": run.status,
         "reason": run.reason,
         "files": dict(run.files),
@@ -152,7 +153,7 @@ def build_manifest(
     return {
         "schema_version": SCHEMA_VERSION,
         "command": COMMAND,
-        "roots": [root.as_posix() for root in roots],
+        "roots": [display_path(root.as_posix()) for root in roots],
         "settings": settings,
         "inputs": [_input_entry(run) for run in runs],
         "included_runs": [_included_entry(run) for run in runs if not run.excluded],

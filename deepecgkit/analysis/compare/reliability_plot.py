@@ -47,7 +47,7 @@ _TITLE_WIDTH = 70
 def reliability_title(
     model: str,
     dataset: str,
-    seed: int,
+    seed: int | None,
     n_groups: int,
     ece: float,
     bins: int,
@@ -62,9 +62,11 @@ def reliability_title(
     With ``classwise_ece`` the second line adds ``class-wise ECE = y.yyyy``, and
     a positive-class ``curve`` says that the diagram is that class's. A run
     without bootstrap intervals gets a last line ``no intervals: <reason>``,
-    so a figure shown alone still says that its numbers carry no interval.
+    so a figure shown alone still says that its numbers carry no interval. A
+    seed of None (not recorded) is shown as ``unknown``.
     """
-    first = f"{model} | {dataset} | seed {seed} | {n_groups} groups"
+    shown = "unknown" if seed is None else seed
+    first = f"{model} | {dataset} | seed {shown} | {n_groups} groups"
     if partial:
         first += " | PARTIAL"
     title = f"{first}\nECE = {ece:.4f} ({bins} bins, group level)"

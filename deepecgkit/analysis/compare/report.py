@@ -12,9 +12,11 @@ compared with the reference run (paired group bootstrap and McNemar).
 
 Every file is written atomically, CSVs first, then figures, and
 ``manifest.json`` last, so the manifest's presence marks a complete report.
-Nothing in the output folder is deleted: with ``overwrite`` the files this
-call produces replace their namesakes and others are left alone (and are
-not listed in the new manifest).
+With ``overwrite``, the old manifest is removed before the first new file is
+written, so a rewrite interrupted half-way (a crash, kill -9) leaves no
+manifest that vouches for files it no longer describes. Nothing else in the
+output folder is deleted: the files this call produces replace their
+namesakes and others are left alone (and are not listed in the new manifest).
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from typing import Any
 
 import pandas as pd
 
-from deepecgkit.analysis._io import atomic_write_bytes
-from deepecgkit.analysis.aggregation import find_run_directories
+from deepecgkit.analysis._io import atomic_write_bytes, display_path, remove_file
+from deepecgkit.analysis.aggregation import UnreadableRun, find_run_candidates
 from deepecgkit.analysis.compare.errors import ComparisonError
-from deepecgkit.analysis.compare.identity import RunInput, assess_runs, seed_of
+from deepecgkit.analysis.compare.identity import UNREADABLE, RunInput, assess_runs, seed_of
 from deepecgkit.analysis.compare.manifest import (
     MANIFEST_FILENAME,
     build_manifest,
@@ -61,7 +63,6 @@ from deepecgkit.analysis.constants import (
     DEFAULT_BOOTSTRAP_SEED,
     DEFAULT_N_RESAMPLES,
     INTERVAL_EXPANDED_PERCENTILE,
-    LEGACY_SEED,
     METRICS_FILENAME,
     MIN_BOOTSTRAP_GROUPS,
     MIN_BOOTSTRAP_GROUPS_PER_CLASS,
@@ -91,6 +92,13 @@ NO_REFERENCE_RUN = "no_reference_run"
 UNKNOWN_SEED = "unknown_seed"
 _UNSAFE_NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]")
 _RUN_ID_HASH_DIGITS = 8
+#: Characters of each name (model, dataset) kept in a figure's file name; the
+#: run-id hash keeps names unique, and the whole name stays far below the 255
+#: bytes a file system allows, whatever the names' lengths.
+_FIGURE_NAME_CHARACTERS = 60
+#: Largest ``bins``: far beyond any reliability diagram, small enough that
+#: per-bin arrays cannot exhaust memory.
+MAX_REPORT_BINS = 10_000
 
 
 @dataclass(frozen=True)
@@ -128,8 +136,14 @@ def _check_settings(
     flags: dict[str, object],
 ) -> ReportSettings:
     """Validate the report settings; raise :class:`ComparisonError` naming the bad one."""
-    if isinstance(bins, bool) or not isinstance(bins, numbers.Integral) or bins < 1:
-        raise ComparisonError(f"bins must be an integer >= 1, got {bins!r}")
+    if (
+        isinstance(bins, bool)
+        or not isinstance(bins, numbers.Integral)
+        or not 1 <= bins <= MAX_REPORT_BINS
+    ):
+        raise ComparisonError(
+            f"bins must be an integer >= 1 and <= {MAX_REPORT_BINS}, got {bins!r}"
+        )
     check_bootstrap_settings(n_resamples, confidence_level, seed, MIN_BOOTSTRAP_GROUPS)
     if reference is not None and (not isinstance(reference, str) or not reference.strip()):
         raise ComparisonError(f"reference must be a model name or None, got {reference!r}")
@@ -171,17 +185,38 @@ def _run_ids(roots: list[Path], run_dirs: list[Path]) -> list[tuple[str, Path]]:
 
     The base is the common path of the resolved roots, or its parent when it
     is itself a run directory, so a root passed as a run directory still has
-    a non-empty ``run_id``.
+    a non-empty ``run_id``. A run directory reached through a symbolic link
+    keeps the path it was found under (relative to the unresolved roots), so
+    its id names it inside the roots rather than wherever the link points.
+    A name that is not valid UTF-8 is shown with escapes (see
+    :func:`~deepecgkit.analysis._io.display_path`).
     """
     resolved_roots = [root.resolve() for root in roots]
     base = Path(os.path.commonpath([str(root) for root in resolved_roots]))
-    if (base / METRICS_FILENAME).is_file():
-        base = base.parent
+    given_base = Path(os.path.commonpath([os.path.abspath(root) for root in roots]))
+    if os.path.lexists(base / METRICS_FILENAME):
+        base, given_base = base.parent, given_base.parent
     identified = []
     for directory in run_dirs:
         resolved = directory.resolve()
-        identified.append((Path(os.path.relpath(resolved, base)).as_posix(), resolved))
+        if resolved.is_relative_to(base):
+            relative = os.path.relpath(resolved, base)
+        else:
+            relative = os.path.relpath(os.path.abspath(directory), given_base)
+        identified.append((display_path(Path(relative).as_posix()), resolved))
     return identified
+
+
+def _unlisted_runs(roots: list[Path], unlisted: Sequence[UnreadableRun]) -> list[RunInput]:
+    """Directories the scan could not list, as excluded runs (they may hold runs)."""
+    runs = []
+    for (run_id, path), problem in zip(
+        _run_ids(roots, [p.run_dir for p in unlisted]), unlisted, strict=True
+    ):
+        run = RunInput(run_id=run_id, path=path)
+        run.exclude(UNREADABLE, f"directory {problem.reason}")
+        runs.append(run)
+    return runs
 
 
 # --- computing -----------------------------------------------------------------------------------
@@ -222,7 +257,7 @@ def _comparisons(
     references = {
         (run.dataset, run.seed): run
         for run in included
-        if run.model == reference_model and run.seed != LEGACY_SEED
+        if run.model == reference_model and run.seed is not None
     }
     candidates = sorted(
         (run for run in included if run.model != reference_model),
@@ -232,7 +267,7 @@ def _comparisons(
     mcnemar_rows: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
     for candidate in candidates:
-        if candidate.seed == LEGACY_SEED:
+        if candidate.seed is None:
             rejected.append(
                 _comparison_row(
                     candidate,
@@ -284,8 +319,17 @@ def _safe(text: str) -> str:
 
 
 def _figure_stem(run: RunInput) -> str:
+    """``reliability_<model>_<dataset>_seed<seed>_<hash of run_id>``, bounded in length.
+
+    Model and dataset are cut to a readable prefix and the seed to its first
+    digits (a 64-bit seed has 20): the run-id hash already makes the name
+    unique, and the manifest's ``figures`` entries map every file to its run.
+    """
     digest = hashlib.sha256(run.run_id.encode("utf-8")).hexdigest()[:_RUN_ID_HASH_DIGITS]
-    return f"reliability_{_safe(str(run.model))}_{_safe(str(run.dataset))}_seed{run.seed}_{digest}"
+    model = _safe(str(run.model))[:_FIGURE_NAME_CHARACTERS]
+    dataset = _safe(str(run.dataset))[:_FIGURE_NAME_CHARACTERS]
+    seed = "unknown" if run.seed is None else str(run.seed)[:_FIGURE_NAME_CHARACTERS]
+    return f"reliability_{model}_{dataset}_seed{seed}_{digest}"
 
 
 def _write_figures(
@@ -308,7 +352,7 @@ def _write_figures(
         title = reliability_plot.reliability_title(
             str(run.model),
             str(run.dataset),
-            seed_of(run),
+            run.seed,
             score.n_groups,
             score.ece,
             bins,
@@ -389,16 +433,15 @@ def statistical_report(
     out_path = Path(out_dir)
     _check_out_dir(out_path, overwrite)
 
-    run_dirs = find_run_directories(root_paths, recursive=True)
-    if not run_dirs:
+    run_dirs, unlisted = find_run_candidates(root_paths, recursive=True)
+    if not run_dirs and not unlisted:
         raise ComparisonError(
             f"no run directory (a folder holding {METRICS_FILENAME}) found under "
-            + ", ".join(str(p) for p in root_paths)
+            + ", ".join(display_path(p) for p in root_paths)
         )
-    runs = sorted(
-        assess_runs(_run_ids(root_paths, run_dirs), allow_partial=allow_partial),
-        key=lambda run: run.run_id,
-    )
+    runs = assess_runs(_run_ids(root_paths, run_dirs), allow_partial=allow_partial)
+    runs += _unlisted_runs(root_paths, unlisted)
+    runs.sort(key=lambda run: run.run_id)
     if reference is not None and reference not in {run.model for run in runs}:
         known = sorted({run.model for run in runs if run.model is not None})
         raise ComparisonError(
@@ -431,6 +474,9 @@ def statistical_report(
         ),
     }
 
+    # The old manifest goes before the first new file lands: an interrupted
+    # rewrite then has no manifest, so nobody mistakes it for a finished report.
+    remove_file(out_path / MANIFEST_FILENAME)
     outputs = []
     for name in OUTPUT_FILES:
         data = _csv_bytes(frames[name])

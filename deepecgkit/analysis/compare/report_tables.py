@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from deepecgkit.analysis._int_columns import exact_int_array
 from deepecgkit.analysis.compare.batch_metrics import (
     COLLAPSE_FLAGS,
     METRIC_DIRECTIONS,
@@ -169,6 +170,9 @@ EXCLUSION_COLUMNS = {
     "detail": "str",
 }
 
+#: The column holding seeds: exact integers whatever the dtype named above (see :func:`table`).
+SEED_COLUMN = "seed"
+
 LEVEL_SAMPLE = "sample"
 LEVEL_GROUP = "group"
 CURVE_TOP_LABEL = "top_label"
@@ -215,9 +219,18 @@ class PairOutcome:
 
 
 def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
-    """A frame with exactly ``columns`` in order and their dtypes (also when empty)."""
+    """A frame with exactly ``columns`` in order and their dtypes (also when empty).
+
+    The seed is an identifier and is built straight from the rows as exact
+    integers (int64, ``Int64`` when some seed is unknown, Python ints beyond
+    int64), never through the float column pandas would infer for ints mixed
+    with None.
+    """
     frame = pd.DataFrame(rows, columns=list(columns))
-    return frame.astype(columns)
+    frame = frame.astype({name: kind for name, kind in columns.items() if name != SEED_COLUMN})
+    if SEED_COLUMN in columns:
+        frame[SEED_COLUMN] = exact_int_array([row.get(SEED_COLUMN) for row in rows])
+    return frame
 
 
 def _validated(run: RunInput) -> ValidPredictions:
