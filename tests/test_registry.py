@@ -26,6 +26,9 @@ DATASETS = [
     "mitbih-afdb",
     "ptb-xl",
     "synthetic-af",
+    "synthetic-bradycardia",
+    "synthetic-irregular-rr",
+    "synthetic-long-pr",
     "synthetic-ptbxl",
     "synthetic-rhythm",
 ]

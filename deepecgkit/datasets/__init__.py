@@ -2,8 +2,9 @@
 
 Importing this package registers every dataset (``af-classification``,
 ``mitbih-afdb``, ``ltafdb``, ``ptb-xl``, ``synthetic-af``,
-``synthetic-rhythm``, ``synthetic-ptbxl``). It imports torch; the analysis
-package must never import it.
+``synthetic-rhythm``, ``synthetic-ptbxl``, and the contrast datasets
+``synthetic-irregular-rr``, ``synthetic-long-pr``, ``synthetic-bradycardia``).
+It imports torch; the analysis package must never import it.
 """
 
 from deepecgkit.datasets.base import BaseECGDataset
@@ -18,7 +19,10 @@ from deepecgkit.datasets.named import (
 )
 from deepecgkit.datasets.synthetic_datasets import (
     SyntheticAFDataset,
+    SyntheticBradycardiaDataset,
     SyntheticECGDataset,
+    SyntheticIrregularRRDataset,
+    SyntheticLongPRDataset,
     SyntheticPTBXLDataset,
     SyntheticRhythmDataset,
 )
@@ -34,7 +38,10 @@ __all__ = [
     "MITBIHAFDBDataset",
     "PTBXLDataset",
     "SyntheticAFDataset",
+    "SyntheticBradycardiaDataset",
     "SyntheticECGDataset",
+    "SyntheticIrregularRRDataset",
+    "SyntheticLongPRDataset",
     "SyntheticPTBXLDataset",
     "SyntheticRhythmDataset",
     "split_groups",

@@ -3,9 +3,19 @@
 No real corpus can be downloaded here, yet every part of the toolkit (the
 trainer, group-aware splitting, probes, the statistics downstream) needs ECG
 data whose classes a small network can learn. This module produces it:
-realistic-looking P-QRS-T morphology, sinus, AF and ectopic rhythms,
-physiological and artefactual noise, one to twelve leads, and several
-records per patient whose shared traits make group leakage measurable.
+realistic-looking P-QRS-T morphology, sinus, AF, ectopic and variable
+(irregular sinus) rhythms, physiological and artefactual noise, one to
+twelve leads, and several records per patient whose shared traits make
+group leakage measurable.
+
+**Datasets.** Three mimic real corpora (``synthetic-af``,
+``synthetic-rhythm``, ``synthetic-ptbxl``). Three *contrast* datasets
+(:data:`CONTRAST_DATASETS`) each put a binary label in one place: the
+rhythm over many beats (``synthetic-irregular-rr``), one beat's morphology
+(``synthetic-long-pr``) or the heart rate (``synthetic-bradycardia``), so
+that models with different views of a record (a short or long receptive
+field, whole-record RR features) rank differently on them; the bundled
+example corpus is trained on them (``scripts/make_example_corpus.py``).
 
 **Beat model.** After McSharry et al. (2003), "A dynamical model for
 generating synthetic electrocardiogram signals", IEEE TBME 50(3):289-294,
@@ -39,7 +49,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +58,8 @@ import numpy as np
 from deepecgkit.evaluation.report import atomic_write_bytes, atomic_write_text
 
 __all__ = [
+    "CONTRAST_DATASETS",
+    "CONTRAST_N_PATIENTS",
     "FLAGS",
     "NOISE_MODES",
     "RHYTHMS",
@@ -100,7 +112,8 @@ PRECORDIAL_GAIN = 1.5
 RHYTHM_SINUS = "sinus"
 RHYTHM_AF = "af"
 RHYTHM_ECTOPIC = "ectopic"
-RHYTHMS = (RHYTHM_SINUS, RHYTHM_AF, RHYTHM_ECTOPIC)
+RHYTHM_VARIABLE = "variable"
+RHYTHMS = (RHYTHM_SINUS, RHYTHM_AF, RHYTHM_ECTOPIC, RHYTHM_VARIABLE)
 SINUS_HR_BPM = (55.0, 95.0)
 AF_HR_BPM = (80.0, 130.0)
 AF_RR_CV = (0.15, 0.30)
@@ -122,6 +135,11 @@ F_WAVE_MODULATION_DEPTH = 0.5
 PVC_GAP_BEATS = (3, 6)
 PVC_COUPLING = 0.65
 PVC_QRS_WIDENING = 2.5
+#: Time from the P peak to the R peak (s) unless a patient's traits say otherwise.
+#: It is close to the clinical PR interval (P onset to QRS onset), since P's onset
+#: (2σ_P = 50 ms before its peak) and the QRS onset (Q offset + 2σ_Q = 55 ms before
+#: R) sit about as far before their peaks.
+DEFAULT_PR_INTERVAL_S = -WAVE_OFFSET_S["P"]
 #: T of a PVC is inverted and a little larger (discordant repolarisation).
 PVC_T_FACTOR = -1.3
 
@@ -193,13 +211,17 @@ class PatientTraits:
     """Everything drawn once per patient; a patient's records share it.
 
     Attributes:
-        rhythm: the patient's rhythm (``"sinus"``, ``"af"`` or ``"ectopic"``).
+        rhythm: the patient's rhythm (``"sinus"``, ``"af"``, ``"ectopic"`` or
+            ``"variable"``).
         heart_rate_bpm: mean heart rate.
         amplitude_factors: log-normal factors (σ 0.15) of P, Q, R, S, T.
         timing_jitter_s: SD of the per-beat jitter of every wave's timing.
         axis_deg: frontal electrical axis (60° ± 20°).
         white_noise_mv: SD of the white measurement noise.
         af_rr_cv: coefficient of variation of AF RR intervals (AF only).
+        rr_cv: coefficient of variation of the RR intervals of the
+            ``"variable"`` rhythm (0 gives a perfectly regular one).
+        pr_interval_s: time from the P peak to the R peak of every conducted beat.
         mi_territory: ``"inferior"`` or ``"anterior"`` (used when MI is set).
         st_depression_mv: depth of the ST depression (used when STTC is set).
         sttc_t_factor: T amplitude factor under STTC (flattened or inverted).
@@ -215,10 +237,16 @@ class PatientTraits:
     mi_territory: str = "inferior"
     st_depression_mv: float = 0.15
     sttc_t_factor: float = 0.0
+    rr_cv: float = 0.0
+    pr_interval_s: float = DEFAULT_PR_INTERVAL_S
 
 
 def draw_patient_traits(rng: np.random.Generator, rhythm: str = RHYTHM_SINUS) -> PatientTraits:
     """Draw a patient's traits for ``rhythm`` (the draw order is fixed).
+
+    ``rr_cv`` and ``pr_interval_s`` keep their defaults: only the contrast
+    datasets set them (see :data:`SYNTHETIC_SPECS`), after this draw, so the
+    other datasets' random streams do not depend on them.
 
     Raises:
         ValueError: unknown rhythm.
@@ -334,9 +362,11 @@ def _draw_beats(
     count = _beat_count(span, mean_rr)
     t0 = -EDGE_MARGIN_S + rng.uniform(0.0, mean_rr)
     pvc = np.zeros(count, dtype=bool)
-    if rhythm == RHYTHM_AF:
+    if rhythm == RHYTHM_AF or (rhythm == RHYTHM_VARIABLE and rr_cv > 0):
         shape = 1.0 / rr_cv**2
         rr = rng.gamma(shape, mean_rr / shape, size=count)
+    elif rhythm == RHYTHM_VARIABLE:
+        rr = np.full(count, mean_rr)
     else:
         rr = _sinus_rr(rng, mean_rr, count, t0)
         if rhythm == RHYTHM_ECTOPIC:
@@ -476,7 +506,9 @@ def synthesize_record(
 
     Args:
         rng: the record's generator (``default_rng([seed, patient, record])``).
-        rhythm: ``"sinus"``, ``"af"`` or ``"ectopic"``.
+        rhythm: ``"sinus"``, ``"af"``, ``"ectopic"`` or ``"variable"`` (sinus
+            beats at gamma-distributed RR intervals of CV ``patient.rr_cv``,
+            with a T offset set by the record's mean rate).
         patient: traits shared by the patient's records.
         duration_s: record length (s).
         sampling_rate: Hz.
@@ -515,7 +547,8 @@ def synthesize_record(
         rng.normal(0.0, RECORD_VARIATION_SD, size=len(WAVES))
     )
     amp = {wave: WAVE_AMPLITUDE_MV[wave] * factors[i] for i, wave in enumerate(WAVES)}
-    beats = _draw_beats(rng, rhythm, heart_rate, patient.af_rr_cv, duration_s)
+    rr_cv = patient.af_rr_cv if rhythm == RHYTHM_AF else patient.rr_cv
+    beats = _draw_beats(rng, rhythm, heart_rate, rr_cv, duration_s)
     n_beats = beats.times.size
     jitter = rng.normal(0.0, patient.timing_jitter_s, size=(len(WAVES), n_beats))
 
@@ -523,7 +556,13 @@ def synthesize_record(
     if FLAG_CD in flags:
         widen = widen * CD_QRS_WIDENING
     ones = np.ones(n_beats)
-    t_offset = QT_COEFFICIENT * np.sqrt(beats.rr_before)
+    if rhythm == RHYTHM_VARIABLE:
+        # QT follows the record's mean rate, not the interval before each beat
+        # (QT adapts to a change of rate over minutes), so every beat of a
+        # variable rhythm looks like every other whatever its RR interval.
+        t_offset = QT_COEFFICIENT * math.sqrt(60.0 / heart_rate) * np.ones(n_beats)
+    else:
+        t_offset = QT_COEFFICIENT * np.sqrt(beats.rr_before)
     t_amp = np.where(beats.pvc, PVC_T_FACTOR, 1.0)
 
     traces: dict[str, np.ndarray] = {}
@@ -531,7 +570,7 @@ def synthesize_record(
     def add(name: str, offset: np.ndarray, sigma: np.ndarray, amplitude: np.ndarray) -> None:
         traces[name] = _gaussian_trace(t, beats.times + offset, sigma, amplitude)
 
-    add("P", WAVE_OFFSET_S["P"] + jitter[0], WAVE_SIGMA_S["P"] * ones, beats.has_p * 1.0)
+    add("P", -patient.pr_interval_s + jitter[0], WAVE_SIGMA_S["P"] * ones, beats.has_p * 1.0)
     add("Q", WAVE_OFFSET_S["Q"] * widen + jitter[1], WAVE_SIGMA_S["Q"] * widen, ones)
     add("R", jitter[2], WAVE_SIGMA_S["R"] * widen, ones)
     add("S", WAVE_OFFSET_S["S"] * widen + jitter[3], WAVE_SIGMA_S["S"] * widen, ones)
@@ -611,6 +650,56 @@ AF_PREVALENCE = 0.35
 #: The four synthetic-rhythm classes: N (sinus), A (AF), O (ectopic), ~ (noisy).
 RHYTHM_CLASS_MIX = (0.5, 0.2, 0.2, 0.1)
 
+# --- the contrast datasets ----------------------------------------------------------------
+#
+# Three binary datasets, each with its label in one place, so that models with
+# different views of a record rank differently on them (the bundled example
+# corpus is trained on these). Each label thresholds a continuous per-patient
+# value that the record shows only approximately, so even a perfect reader
+# misclassifies the patients near the threshold: no model can reach a score of 1.
+
+#: synthetic-irregular-rr: the RR coefficient of variation of a "variable"
+#: rhythm is log-uniform on this range; "irregular" above the threshold (close
+#: to the range's geometric midpoint, 0.0387, so about half the patients). The
+#: ten to fourteen RR intervals of a record estimate it to about ±25 %.
+IRREGULAR_RR_CV = (0.005, 0.3)
+IRREGULAR_RR_CV_THRESHOLD = 0.039
+#: Its mean heart rate (bpm) varies over a narrow band, so that a single
+#: unusually short or long RR interval already hints at irregularity (which a
+#: network that sees two beats can learn).
+IRREGULAR_HR_BPM = (65.0, 85.0)
+#: synthetic-long-pr: the patient's PR interval is uniform on this range (s),
+#: "long-PR" above 0.20 s, the clinical threshold of first-degree AV block.
+#: The record's own PR differs from the patient's by N(0, 12 ms), as two
+#: measurements of one patient do.
+LONG_PR_RANGE_S = (0.11, 0.29)
+LONG_PR_THRESHOLD_S = 0.20
+PR_MEASUREMENT_SD_S = 0.012
+#: synthetic-bradycardia: the patient's heart rate is uniform on this range
+#: (bpm), "bradycardia" below 60 bpm; each record's rate differs from it by the
+#: usual record variation (log-normal, σ 0.05, about ±3 bpm).
+BRADYCARDIA_HR_BPM = (40.0, 80.0)
+BRADYCARDIA_THRESHOLD_BPM = 60.0
+#: Patients and records per patient of each contrast dataset: one record each,
+#: so every record is an independent test unit.
+CONTRAST_N_PATIENTS = 500
+CONTRAST_RECORDS_PER_PATIENT = 1
+#: Each contrast dataset's threshold sits at its latent's median: half the patients are positive.
+CONTRAST_CLASS_MIX = (0.5, 0.5)
+
+
+def _contrast_spec(classes: tuple[str, str], description: str) -> SyntheticSpec:
+    return SyntheticSpec(
+        task="binary",
+        class_names=classes,
+        default_leads=(REFERENCE_LEAD,),
+        n_patients=CONTRAST_N_PATIENTS,
+        records_per_patient=CONTRAST_RECORDS_PER_PATIENT,
+        class_mix=CONTRAST_CLASS_MIX,
+        description=description,
+    )
+
+
 SYNTHETIC_SPECS: dict[str, SyntheticSpec] = {
     "synthetic-af": SyntheticSpec(
         task="binary",
@@ -639,7 +728,24 @@ SYNTHETIC_SPECS: dict[str, SyntheticSpec] = {
         class_mix=(FLAG_PREVALENCE,) * len(FLAGS),
         description="synthetic 12-lead morphology flags (PTB-XL superclasses)",
     ),
+    "synthetic-irregular-rr": _contrast_spec(
+        ("regular", "irregular"),
+        "synthetic sinus beats at regular or irregular RR intervals: the label lives in the "
+        "rhythm over many beats, no single beat shows it",
+    ),
+    "synthetic-long-pr": _contrast_spec(
+        ("normal", "long-PR"),
+        "synthetic sinus rhythm with a normal or long PR interval (first-degree AV block): "
+        "the label lives in every single beat's morphology",
+    ),
+    "synthetic-bradycardia": _contrast_spec(
+        ("normal", "bradycardia"),
+        "synthetic sinus rhythm below or above 60 bpm: the label lives in the heart rate, "
+        "which beat spacing and beat shape both show",
+    ),
 }
+#: The contrast datasets, in the order the bundled example corpus lists them.
+CONTRAST_DATASETS = ("synthetic-irregular-rr", "synthetic-long-pr", "synthetic-bradycardia")
 
 _RHYTHM_CLASSES = (RHYTHM_SINUS, RHYTHM_AF, RHYTHM_ECTOPIC)
 
@@ -677,6 +783,29 @@ class _PatientPlan:
     rhythm: str
     noise: str
     flags: frozenset[str]
+    #: traits that replace the drawn ones (the contrast datasets' latent values)
+    traits: dict[str, float] = field(default_factory=dict)
+
+
+def _contrast_plan(name: str, rng: np.random.Generator) -> _PatientPlan:
+    """Label and latent trait of a contrast dataset's patient (see the constants above)."""
+    if name == "synthetic-irregular-rr":
+        low, high = np.log(IRREGULAR_RR_CV)
+        cv = float(np.exp(rng.uniform(low, high)))
+        rate = float(rng.uniform(*IRREGULAR_HR_BPM))
+        label = int(cv > IRREGULAR_RR_CV_THRESHOLD)
+        traits = {"rr_cv": cv, "heart_rate_bpm": rate}
+        return _PatientPlan(label, RHYTHM_VARIABLE, NOISE_NORMAL, frozenset(), traits)
+    if name == "synthetic-long-pr":
+        pr = float(rng.uniform(*LONG_PR_RANGE_S))
+        shown = pr + float(rng.normal(0.0, PR_MEASUREMENT_SD_S))
+        label = int(pr > LONG_PR_THRESHOLD_S)
+        return _PatientPlan(
+            label, RHYTHM_SINUS, NOISE_NORMAL, frozenset(), {"pr_interval_s": shown}
+        )
+    rate = float(rng.uniform(*BRADYCARDIA_HR_BPM))
+    label = int(rate < BRADYCARDIA_THRESHOLD_BPM)
+    return _PatientPlan(label, RHYTHM_SINUS, NOISE_NORMAL, frozenset(), {"heart_rate_bpm": rate})
 
 
 def _plan_patient(name: str, spec: SyntheticSpec, rng: np.random.Generator) -> _PatientPlan:
@@ -686,6 +815,8 @@ def _plan_patient(name: str, spec: SyntheticSpec, rng: np.random.Generator) -> _
         return _PatientPlan(
             int(is_af), RHYTHM_AF if is_af else RHYTHM_SINUS, NOISE_NORMAL, frozenset()
         )
+    if name in CONTRAST_DATASETS:
+        return _contrast_plan(name, rng)
     if name == "synthetic-rhythm":
         label = int(rng.choice(len(spec.class_names), p=np.asarray(spec.class_mix)))
         if label == len(_RHYTHM_CLASSES):  # "~": any rhythm under heavy noise
@@ -715,7 +846,9 @@ def make_synthetic(
     patient leaks.
 
     Args:
-        name: ``"synthetic-af"``, ``"synthetic-rhythm"`` or ``"synthetic-ptbxl"``.
+        name: a key of :data:`SYNTHETIC_SPECS` (``"synthetic-af"``,
+            ``"synthetic-rhythm"``, ``"synthetic-ptbxl"`` or one of the
+            :data:`CONTRAST_DATASETS`).
         n_patients: patients; the dataset's default size when None.
         records_per_patient: records per patient; the default when None.
         seed: non-negative data seed.
@@ -755,7 +888,7 @@ def make_synthetic(
     for p in range(patients):
         patient_rng = np.random.default_rng([int(seed), p])
         plan = _plan_patient(name, spec, patient_rng)
-        traits = draw_patient_traits(patient_rng, plan.rhythm)
+        traits = replace(draw_patient_traits(patient_rng, plan.rhythm), **plan.traits)
         for r in range(per_patient):
             signals[p * per_patient + r] = synthesize_record(
                 np.random.default_rng([int(seed), p, r]),

@@ -1,6 +1,10 @@
 """Registered synthetic datasets: generated in memory, no files needed.
 
-They stand in for the real corpora in demos and tests. The data are fixed
+They stand in for the real corpora in demos and tests: three that mimic
+real corpora (``synthetic-af``, ``synthetic-rhythm``, ``synthetic-ptbxl``)
+and three contrast datasets whose labels live in different places (the
+rhythm over many beats, one beat's morphology, the heart rate), on which
+the bundled example corpus is trained. The data are fixed
 by ``data_seed`` (the split seed never changes them) and cached per process
 by their arguments, so the many data modules of a seed grid generate them
 once. Preprocessing is the same as for every other dataset (see
@@ -32,7 +36,10 @@ __all__ = [
     "SYNTHETIC_DURATION_S",
     "SYNTHETIC_SAMPLING_RATE",
     "SyntheticAFDataset",
+    "SyntheticBradycardiaDataset",
     "SyntheticECGDataset",
+    "SyntheticIrregularRRDataset",
+    "SyntheticLongPRDataset",
     "SyntheticPTBXLDataset",
     "SyntheticRhythmDataset",
 ]
@@ -180,3 +187,24 @@ class SyntheticPTBXLDataset(SyntheticECGDataset):
     """NORM / MI / STTC / CD / HYP (multi-label), 12 leads, 150 patients × 2 records."""
 
     name = "synthetic-ptbxl"
+
+
+@_register("synthetic-irregular-rr")
+class SyntheticIrregularRRDataset(SyntheticECGDataset):
+    """Regular vs irregular RR intervals of identical sinus beats (binary), lead II, 600 × 1."""
+
+    name = "synthetic-irregular-rr"
+
+
+@_register("synthetic-long-pr")
+class SyntheticLongPRDataset(SyntheticECGDataset):
+    """Normal vs long PR interval, regular sinus rhythm (binary), lead II, 600 × 1."""
+
+    name = "synthetic-long-pr"
+
+
+@_register("synthetic-bradycardia")
+class SyntheticBradycardiaDataset(SyntheticECGDataset):
+    """Sinus rhythm above vs below 60 bpm (binary), lead II, 600 × 1."""
+
+    name = "synthetic-bradycardia"

@@ -1,4 +1,4 @@
-"""The synthetic ECG generator: determinism, labels, morphology, rhythm."""
+"""The synthetic ECG generator: determinism, labels, morphology, rhythm, contrast datasets."""
 
 from __future__ import annotations
 
@@ -6,8 +6,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy.signal import find_peaks
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from deepecgkit.datasets.synthetic import (
+    CONTRAST_N_PATIENTS,
     STANDARD_LEADS,
     draw_patient_traits,
     make_synthetic,
@@ -130,3 +137,130 @@ def test_record_shape_follows_duration_and_rate() -> None:
         noise="noisy",
     )
     assert out.shape == (12, 625) and out.dtype == np.float32 and np.isfinite(out).all()
+
+
+# --- the contrast datasets: each label lives in one place ------------------------------------
+
+#: Half-widths (s) of a beat around its R peak: the P wave of the longest PR
+#: (0.29 s plus 2σ_P) to the end of T.
+BEAT_BEFORE_S, BEAT_AFTER_S = 0.36, 0.45
+#: Patients per contrast-dataset check and the folds of the cross-validation.
+CONTRAST_CHECK_PATIENTS, CONTRAST_CHECK_FOLDS = 240, 4
+#: A view of a record "shows" the label at this cross-validated AUROC, and
+#: "does not" below the other bound (0.5 is chance; the median beat of a very
+#: irregular record still carries a trace of the neighbours' waves that reach
+#: into the window at short intervals, which the beat itself does not hold).
+SHOWS_AUROC, HIDES_AUROC = 0.85, 0.7
+
+
+def _beat_and_rhythm_views(data) -> tuple[np.ndarray, np.ndarray]:
+    """Per record: the median beat around its R peaks, and RR statistics.
+
+    The median beat is what any single beat shows (the median over beats
+    removes what a neighbour's waves add to the odd short interval); the RR
+    statistics are what the sequence of beats shows.
+    """
+    rate = data.sampling_rate
+    before, after = round(BEAT_BEFORE_S * rate), round(BEAT_AFTER_S * rate)
+    beats, rhythms = [], []
+    for signal in data.signals[:, 0].astype(np.float64):
+        z = (signal - signal.mean()) / signal.std()
+        peaks, found = find_peaks(z, distance=round(0.25 * rate), prominence=1.0)
+        # R peaks are the tall ones (T waves and noise clear the bare threshold too)
+        peaks = peaks[found["prominences"] >= 0.5 * np.quantile(found["prominences"], 0.9)]
+        inside = peaks[(peaks >= before) & (peaks < z.size - after)]
+        beats.append(np.median([z[p - before : p + after] for p in inside], axis=0))
+        rr = np.diff(peaks) / rate
+        median = np.median(rr)
+        spread = np.subtract(*np.quantile(rr, [0.9, 0.1])) / median
+        rhythms.append([median, spread, np.median(np.abs(np.diff(rr))) / median])
+    return np.asarray(beats), np.asarray(rhythms)
+
+
+def _cross_validated_auroc(features: np.ndarray, labels: np.ndarray) -> float:
+    model = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=1000))
+    folds = StratifiedKFold(CONTRAST_CHECK_FOLDS, shuffle=True, random_state=0)
+    scores = cross_val_predict(model, features, labels, cv=folds, method="predict_proba")
+    return float(roc_auc_score(labels, scores[:, 1]))
+
+
+@pytest.mark.parametrize(
+    ("name", "beat_shows", "rhythm_shows"),
+    [
+        ("synthetic-irregular-rr", False, True),
+        ("synthetic-long-pr", True, False),
+        ("synthetic-bradycardia", True, True),
+    ],
+)
+def test_each_contrast_label_lives_where_its_dataset_says(
+    name: str, beat_shows: bool, rhythm_shows: bool
+) -> None:
+    data = make_synthetic(name, n_patients=CONTRAST_CHECK_PATIENTS)
+    beats, rhythms = _beat_and_rhythm_views(data)
+    beat_auroc = _cross_validated_auroc(beats, data.labels)
+    rhythm_auroc = _cross_validated_auroc(rhythms, data.labels)
+    for shows, auroc in ((beat_shows, beat_auroc), (rhythm_shows, rhythm_auroc)):
+        assert auroc > SHOWS_AUROC if shows else auroc < HIDES_AUROC, (beat_auroc, rhythm_auroc)
+
+
+def _aligned_beats(signal: np.ndarray, rate: int, before: int, after: int) -> np.ndarray:
+    """Isolated beats, resampled around each R peak's sub-sample position.
+
+    R peaks fall between samples, so raw sample windows of identical beats
+    differ by the sub-sample phase; a parabola through the three top samples
+    locates the peak, and linear interpolation at 1 kHz then reproduces the
+    waveform to about 1 µV. A beat counts as isolated when the neighbour's T
+    (0.3·√RR + 4σ_T after its R) and P (0.17 s + 4σ_P before it) stay out.
+    """
+    t_reach, p_reach = round(0.65 * rate), round(0.3 * rate)
+    peaks, _ = find_peaks(signal, height=0.5 * signal.max())
+    index = np.arange(signal.size, dtype=np.float64)
+    offsets = np.arange(-before, after, dtype=np.float64)
+    beats = []
+    for previous, peak, following in zip(peaks, peaks[1:], peaks[2:], strict=False):
+        if peak - previous > before + t_reach and following - peak > after + p_reach:
+            left, top, right = signal[peak - 1 : peak + 2]
+            shift = 0.5 * (left - right) / (left - 2.0 * top + right)
+            beats.append(np.interp(peak + shift + offsets, index, signal))
+    return np.asarray(beats)
+
+
+def test_the_beats_of_a_variable_rhythm_do_not_depend_on_its_irregularity() -> None:
+    """One patient, regular or irregular: every clean beat is the same waveform."""
+    base = replace(draw_patient_traits(np.random.default_rng([3]), "variable"), timing_jitter_s=0.0)
+    rate = 1000
+    before, after = round(0.3 * rate), round(0.6 * rate)  # P onset to T end
+    records = [
+        synthesize_record(
+            np.random.default_rng([5]),
+            rhythm="variable",
+            patient=replace(base, rr_cv=cv, heart_rate_bpm=40.0),
+            sampling_rate=rate,
+            noise="none",
+        )[0].astype(np.float64)
+        for cv in (0.0, 0.2)
+    ]
+    intervals = [np.diff(find_peaks(r, height=0.5 * r.max())[0]) for r in records]
+    assert np.std(intervals[0]) <= 1 and np.std(intervals[1]) > 0.1 * np.mean(intervals[1])
+    regular, irregular = (_aligned_beats(r, rate, before, after) for r in records)
+    assert len(regular) >= 3 and len(irregular) >= 3
+    for beats in (regular, irregular):
+        np.testing.assert_allclose(beats, np.broadcast_to(regular[0], beats.shape), atol=5e-3)
+
+
+@pytest.mark.parametrize(
+    ("name", "classes"),
+    [
+        ("synthetic-irregular-rr", ["regular", "irregular"]),
+        ("synthetic-long-pr", ["normal", "long-PR"]),
+        ("synthetic-bradycardia", ["normal", "bradycardia"]),
+    ],
+)
+def test_contrast_datasets_are_balanced_binary_one_record_per_patient(
+    name: str, classes: list[str]
+) -> None:
+    data = make_synthetic(name)
+    patients = CONTRAST_N_PATIENTS
+    assert data.signals.shape == (patients, 1, 1000) and data.task == "binary"
+    assert data.class_names == classes and len(set(data.groups)) == patients
+    assert data.labels.mean() == pytest.approx(0.5, abs=0.06)

@@ -13,6 +13,7 @@ from deepecg_assets.resources import BUNDLED_CORPUS
 from deepecgkit.analysis.aggregation import discover_runs
 from deepecgkit.analysis.checkpoints import encoder_checkpoints
 from deepecgkit.analysis.latex import compile_table
+from deepecgkit.datasets.synthetic import CONTRAST_DATASETS
 from deepecgkit.evaluation.constants import RANDOM_INIT
 
 TRANSFER = [
@@ -31,11 +32,12 @@ def run(platform, keys):
 
 def test_bundled_corpus_keeps_one_encoder_per_model_and_dataset() -> None:
     records, diagnostics = discover_runs([BUNDLED_CORPUS], recursive=True)
-    assert len(records) == 60 and not any(diagnostics.values())
+    # 4 models x 3 contrast datasets x 7 seeds
+    assert len(records) == 84 and not any(diagnostics.values())
     checkpoints = encoder_checkpoints(records)
     assert set(checkpoints) == {"simple-cnn", "resnet1d", "se-resnet"}
     for by_dataset in checkpoints.values():
-        assert set(by_dataset) == {"synthetic-af", "synthetic-rhythm", "synthetic-ptbxl"}
+        assert set(by_dataset) == set(CONTRAST_DATASETS)
         assert all(path.parent.name.endswith("seed0") for path in by_dataset.values())
 
 
