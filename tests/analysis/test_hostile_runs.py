@@ -36,10 +36,10 @@ from deepecgkit.analysis.ranking import paired_difference, rank_within_seed
 from deepecgkit.analysis.run_cache import scan_tree_state
 from deepecgkit.analysis.synthetic import write_run_directory
 
-LOGREG_AF = "logreg-features_synthetic-af"
-CNN_AF = "simple-cnn_synthetic-af"
-LOGREG_PTBXL = "logreg-features_synthetic-ptbxl"
-CNN_PTBXL = "simple-cnn_synthetic-ptbxl"
+LOGREG_PR = "logreg-features_synthetic-long-pr"
+CNN_PR = "simple-cnn_synthetic-long-pr"
+LOGREG_RR = "logreg-features_synthetic-irregular-rr"
+CNN_RR = "simple-cnn_synthetic-irregular-rr"
 #: A 64-bit seed as secrets.randbits(64) gives them, and one just past int64.
 SEED_2_64 = 2**64 + 12345
 SEED_2_63 = 2**63
@@ -76,11 +76,11 @@ def diagnostics_csv(out_dir: Path) -> pd.DataFrame:
 def test_seeds_and_split_sizes_of_2_63_or_more_are_read_exactly(
     example_runs, capsys, tmp_path: Path
 ) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, CNN_AF, LOGREG_PTBXL, CNN_PTBXL)
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, CNN_PR, LOGREG_RR, CNN_RR)
     seeds = {0: SEED_2_64, 1: SEED_2_63, 2: SEED_2_64 + 1}
     for run in runs.iterdir():
         edit_json(run / METADATA_FILENAME, seed=seeds[int(run.name[-1])])
-    odd = runs / f"{LOGREG_AF}_seed2"
+    odd = runs / f"{LOGREG_PR}_seed2"
     edit_json(odd / SPLIT_INFO_FILENAME, n_train=2**63, n_test=2**64)
 
     records, diagnostics = discover_runs([runs])
@@ -137,9 +137,9 @@ def test_negative_seed_minus_one_does_not_collide_with_the_no_seed_marker(tmp_pa
 def test_directory_name_not_valid_utf8_is_listed_with_its_reason(
     example_runs, capsys, tmp_path: Path
 ) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, CNN_AF)
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, CNN_PR)
     odd = os.path.join(os.fsencode(runs), b"caf\xe9_seed7")
-    shutil.copytree(os.fsencode(runs / f"{LOGREG_AF}_seed0"), odd)
+    shutil.copytree(os.fsencode(runs / f"{LOGREG_PR}_seed0"), odd)
     shown = f"{runs}/caf\\xe9_seed7"
     reason = "directory name is not valid UTF-8; rename it to use it"
 
@@ -187,9 +187,9 @@ def test_run_directory_that_cannot_be_listed_is_reported_not_lost(as_unprivilege
 def test_metrics_file_that_is_a_dangling_link_fifo_or_directory_is_reported(
     example_runs, tmp_path: Path
 ) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF)
+    runs = example_runs(tmp_path / "runs", LOGREG_PR)
     for kind, seed in (("link", 0), ("fifo", 1), ("folder", 2)):
-        metrics = runs / f"{LOGREG_AF}_seed{seed}" / METRICS_FILENAME
+        metrics = runs / f"{LOGREG_PR}_seed{seed}" / METRICS_FILENAME
         metrics.unlink()
         if kind == "link":
             metrics.symlink_to(tmp_path / "nowhere.csv")
@@ -198,10 +198,10 @@ def test_metrics_file_that_is_a_dangling_link_fifo_or_directory_is_reported(
         else:
             metrics.mkdir()
     expected = [
-        f"{runs / f'{LOGREG_AF}_seed0'} ({METRICS_FILENAME}: not a regular file "
+        f"{runs / f'{LOGREG_PR}_seed0'} ({METRICS_FILENAME}: not a regular file "
         "(dangling symbolic link))",
-        f"{runs / f'{LOGREG_AF}_seed1'} ({METRICS_FILENAME}: not a regular file (FIFO))",
-        f"{runs / f'{LOGREG_AF}_seed2'} ({METRICS_FILENAME}: not a regular file (directory))",
+        f"{runs / f'{LOGREG_PR}_seed1'} ({METRICS_FILENAME}: not a regular file (FIFO))",
+        f"{runs / f'{LOGREG_PR}_seed2'} ({METRICS_FILENAME}: not a regular file (directory))",
     ]
     for recursive in (False, True):
         records, diagnostics = discover_runs([runs], recursive=recursive)
@@ -211,8 +211,8 @@ def test_metrics_file_that_is_a_dangling_link_fifo_or_directory_is_reported(
 def test_symlinked_run_directories_are_followed_under_recursive(
     example_runs, capsys, tmp_path: Path
 ) -> None:
-    outside = example_runs(tmp_path / "elsewhere", CNN_AF)
-    root = example_runs(tmp_path / "runs" / "nested", LOGREG_AF).parent
+    outside = example_runs(tmp_path / "elsewhere", CNN_PR)
+    root = example_runs(tmp_path / "runs" / "nested", LOGREG_PR).parent
     (root / "linked").symlink_to(outside, target_is_directory=True)
     (root / "nested" / "back_to_root").symlink_to(root, target_is_directory=True)
     (root / "again").symlink_to(outside, target_is_directory=True)
@@ -227,17 +227,17 @@ def test_symlinked_run_directories_are_followed_under_recursive(
 
 
 def test_half_written_metrics_file_is_unreadable_never_a_run(example_runs, tmp_path: Path) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF)
-    cut = runs / f"{LOGREG_AF}_seed0" / METRICS_FILENAME
+    runs = example_runs(tmp_path / "runs", LOGREG_PR)
+    cut = runs / f"{LOGREG_PR}_seed0" / METRICS_FILENAME
     text = cut.read_text(encoding="utf-8")
     header, row = text.splitlines()
     f1_start = row.index(row.split(",")[header.split(",").index("f1")])
     cut.write_text(f"{header}\n{row[: f1_start + 4]}", encoding="utf-8")  # mid-number
-    short = runs / f"{LOGREG_AF}_seed1" / METRICS_FILENAME
+    short = runs / f"{LOGREG_PR}_seed1" / METRICS_FILENAME
     short.write_text(f"{header}\n{','.join(row.split(',')[:6])}\n", encoding="utf-8")
 
     records, diagnostics = discover_runs([runs])
-    assert [r.run_dir.name for r in records] == [f"{LOGREG_AF}_seed2"]
+    assert [r.run_dir.name for r in records] == [f"{LOGREG_PR}_seed2"]
     assert diagnostics["unreadable"] == [
         f"{cut.parent} ({METRICS_FILENAME} does not end with a line break (half-written?))",
         f"{short.parent} ({METRICS_FILENAME} first row has 6 of the header's 22 cells "
@@ -248,20 +248,20 @@ def test_half_written_metrics_file_is_unreadable_never_a_run(example_runs, tmp_p
 def test_out_of_range_metric_values_and_duplicated_columns_are_flagged_not_ranked_first(
     example_runs, capsys, tmp_path: Path
 ) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, CNN_AF)
-    edit_metrics(runs / f"{CNN_AF}_seed0", f1="7.5")
-    edit_metrics(runs / f"{CNN_AF}_seed1", f1="-0.5", brier="-0.25")
-    doubled = runs / f"{CNN_AF}_seed2" / METRICS_FILENAME
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, CNN_PR)
+    edit_metrics(runs / f"{CNN_PR}_seed0", f1="7.5")
+    edit_metrics(runs / f"{CNN_PR}_seed1", f1="-0.5", brier="-0.25")
+    doubled = runs / f"{CNN_PR}_seed2" / METRICS_FILENAME
     header, row = doubled.read_text(encoding="utf-8").splitlines()
     doubled.write_text(f"{header},f1\n{row},0.99\n", encoding="utf-8")
 
     records, diagnostics = discover_runs([runs])
     assert len(records) == 6, "the runs stay; only the bad values are set aside"
     assert diagnostics["suspect"] == [
-        f"{runs / f'{CNN_AF}_seed0'} (f1 7.5 outside [0, 1]; dropped)",
-        f"{runs / f'{CNN_AF}_seed1'} (f1 -0.5 outside [0, 1]; dropped; "
+        f"{runs / f'{CNN_PR}_seed0'} (f1 7.5 outside [0, 1]; dropped)",
+        f"{runs / f'{CNN_PR}_seed1'} (f1 -0.5 outside [0, 1]; dropped; "
         "brier -0.25 outside [0, 2]; dropped)",
-        f"{runs / f'{CNN_AF}_seed2'} (column f1 appears 2 times; dropped)",
+        f"{runs / f'{CNN_PR}_seed2'} (column f1 appears 2 times; dropped)",
     ]
     frame, _ = reconcile_averaging(runs_to_frame(records))
     ranks = rank_within_seed(frame)

@@ -151,8 +151,10 @@ def test_directory_name_not_valid_utf8_is_listed_not_fatal(platform) -> None:
 @pytest.fixture
 def corrupt_checkpoint_platform(platform, example_runs, monkeypatch):
     runs = platform.runs.parent / "bundled"
-    example_runs(runs, "simple-cnn_synthetic-af", "simple-cnn_synthetic-rhythm", seeds=(0,))
-    (runs / "simple-cnn_synthetic-af_seed0" / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    example_runs(
+        runs, "simple-cnn_synthetic-long-pr", "simple-cnn_synthetic-bradycardia", seeds=(0,)
+    )
+    (runs / "simple-cnn_synthetic-long-pr_seed0" / "checkpoint.pt").write_bytes(b"not a checkpoint")
     monkeypatch.setenv("DEEPECG_RUNS", str(runs))
     return platform
 
@@ -163,9 +165,9 @@ def test_one_corrupt_checkpoint_empties_only_its_cells(corrupt_checkpoint_platfo
     assert result.success, "one bad checkpoint does not fail the matrix"
     cells = frame_from_csv(corrupt_checkpoint_platform.frame_text("transfer_matrix"))
     failed = cells.loc[cells["score"].isna()]
-    assert set(failed["source"]) == {"synthetic-af"} and len(failed) == 2, "its row only"
+    assert set(failed["source"]) == {"synthetic-long-pr"} and len(failed) == 2, "its row only"
     assert failed["note"].str.contains("cannot read checkpoint").all()
-    assert cells.loc[cells["source"] != "synthetic-af", "score"].notna().all()
+    assert cells.loc[cells["source"] != "synthetic-long-pr", "score"].notna().all()
     metadata = metadata_of(result, "transfer_matrix")
     assert metadata["failed_cells"] == 2
     check = checks_of(result)["every_transfer_cell_scored"]

@@ -30,8 +30,8 @@ from deepecgkit.analysis.constants import (
     SPLIT_INFO_FILENAME,
 )
 
-LOGREG_AF = "logreg-features_synthetic-af"
-CNN_AF = "simple-cnn_synthetic-af"
+LOGREG_PR = "logreg-features_synthetic-long-pr"
+CNN_PR = "simple-cnn_synthetic-long-pr"
 REFERENCE = "logreg-features"
 FAST = {"n_resamples": 20, "plots": False}
 #: Seconds a report may take before it counts as hanging.
@@ -71,11 +71,11 @@ def test_unreadable_predictions_file_is_an_exclusion_not_an_abort(
     base = Path(tempfile.mkdtemp(prefix="deepecg-report-perm-"))
     try:
         os.chmod(base, 0o755)
-        runs = example_runs(base / "runs", LOGREG_AF, CNN_AF)
+        runs = example_runs(base / "runs", LOGREG_PR, CNN_PR)
         for path in [runs, *runs.rglob("*")]:
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
-        os.chmod(runs / f"{CNN_AF}_seed0" / PREDICTIONS_FILENAME, 0)
-        os.chmod(runs / f"{CNN_AF}_seed1" / METRICS_FILENAME, 0)
+        os.chmod(runs / f"{CNN_PR}_seed0" / PREDICTIONS_FILENAME, 0)
+        os.chmod(runs / f"{CNN_PR}_seed1" / METRICS_FILENAME, 0)
         out = base / "out"
         out.mkdir(mode=0o777)
         os.chmod(out, 0o777)
@@ -87,14 +87,14 @@ def test_unreadable_predictions_file_is_an_exclusion_not_an_abort(
         shutil.rmtree(base)
     assert result["code"] == 0, "the other runs are reported"
     assert result["exclusions"] == {
-        f"{CNN_AF}_seed0": ("unreadable", "predictions.csv: permission denied"),
-        f"{CNN_AF}_seed1": ("unreadable", "classification_metrics.csv: permission denied"),
+        f"{CNN_PR}_seed0": ("unreadable", "predictions.csv: permission denied"),
+        f"{CNN_PR}_seed1": ("unreadable", "classification_metrics.csv: permission denied"),
     }
     assert "manifest.json" in result["files"]
 
 
 def test_seed_of_2_64_is_reported_exactly(example_runs, capsys, tmp_path: Path) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, CNN_AF, seeds=(0, 1))
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, CNN_PR, seeds=(0, 1))
     seeds = {0: 2**64 + 7, 1: -1}
     for run in runs.iterdir():
         edit_json(run / METADATA_FILENAME, seed=seeds[int(run.name[-1])])
@@ -113,11 +113,11 @@ def test_seed_of_2_64_is_reported_exactly(example_runs, capsys, tmp_path: Path) 
 
 
 def test_run_of_unknown_seed_is_reported_but_never_paired(example_runs, tmp_path: Path) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, CNN_AF, seeds=(0,))
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, CNN_PR, seeds=(0,))
     legacy = runs / "cnn_without_seed"
-    (runs / f"{CNN_AF}_seed0").rename(legacy)
+    (runs / f"{CNN_PR}_seed0").rename(legacy)
     edit_json(legacy / METADATA_FILENAME, seed=None)
-    edit_json(runs / f"{LOGREG_AF}_seed0" / METADATA_FILENAME, seed=-1)
+    edit_json(runs / f"{LOGREG_PR}_seed0" / METADATA_FILENAME, seed=-1)
     result = statistical_report([runs], tmp_path / "out", reference=REFERENCE, **FAST)
     rows = result.exclusions.set_index("run_id")
     assert rows.loc["cnn_without_seed", "reason"] == "unknown_seed"
@@ -127,8 +127,8 @@ def test_run_of_unknown_seed_is_reported_but_never_paired(example_runs, tmp_path
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
 def test_fifo_split_info_or_metadata_does_not_hang_the_report(example_runs, tmp_path: Path) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, CNN_AF, seeds=(0, 1))
-    fifos = ((f"{CNN_AF}_seed0", SPLIT_INFO_FILENAME), (f"{CNN_AF}_seed1", METADATA_FILENAME))
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, CNN_PR, seeds=(0, 1))
+    fifos = ((f"{CNN_PR}_seed0", SPLIT_INFO_FILENAME), (f"{CNN_PR}_seed1", METADATA_FILENAME))
     for run, name in fifos:
         (runs / run / name).unlink()
         os.mkfifo(runs / run / name)
@@ -141,13 +141,13 @@ def test_fifo_split_info_or_metadata_does_not_hang_the_report(example_runs, tmp_
     worker.join(HANG_TIMEOUT)
     assert not worker.is_alive(), "the report blocked on a FIFO"
     assert exclusion_reasons(tmp_path / "out") == {
-        f"{CNN_AF}_seed0": ("unreadable", "split_info.json: not a regular file (FIFO)"),
-        f"{CNN_AF}_seed1": ("unreadable", "run_metadata.json: not a regular file (FIFO)"),
+        f"{CNN_PR}_seed0": ("unreadable", "split_info.json: not a regular file (FIFO)"),
+        f"{CNN_PR}_seed1": ("unreadable", "run_metadata.json: not a regular file (FIFO)"),
     }
 
 
 def test_long_model_name_still_gives_a_complete_report(example_runs, tmp_path: Path) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, seeds=(0, 1))
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, seeds=(0, 1))
     long_name = "m" * 250
     for run in runs.iterdir():
         metrics = run / METRICS_FILENAME
@@ -167,11 +167,11 @@ def test_long_model_name_still_gives_a_complete_report(example_runs, tmp_path: P
 def test_non_utf8_symlinked_and_unlistable_directories_in_the_report(
     example_runs, tmp_path: Path
 ) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, seeds=(0, 1))
-    outside = example_runs(tmp_path / "outside", CNN_AF, seeds=(0,))
-    (runs / "linked_run").symlink_to(outside / f"{CNN_AF}_seed0", target_is_directory=True)
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, seeds=(0, 1))
+    outside = example_runs(tmp_path / "outside", CNN_PR, seeds=(0,))
+    (runs / "linked_run").symlink_to(outside / f"{CNN_PR}_seed0", target_is_directory=True)
     odd = os.path.join(os.fsencode(runs), b"caf\xe9_seed3")
-    shutil.copytree(os.fsencode(runs / f"{LOGREG_AF}_seed0"), odd)
+    shutil.copytree(os.fsencode(runs / f"{LOGREG_PR}_seed0"), odd)
     result = statistical_report([runs], tmp_path / "out", **FAST)
     assert "linked_run" in set(result.run_summary["run_id"]), "a symlinked run is followed"
     assert exclusion_reasons(tmp_path / "out") == {
@@ -201,10 +201,10 @@ def _manifest_vouches_for_the_files(out: Path) -> bool:
 def test_interrupted_overwrite_leaves_no_manifest_that_vouches_for_changed_files(
     example_runs, tmp_path: Path
 ) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, CNN_AF, seeds=(0, 1))
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, CNN_PR, seeds=(0, 1))
     out = tmp_path / "out"
     statistical_report([runs], out, reference=REFERENCE, n_resamples=50, plots=True)
-    shutil.rmtree(runs / f"{CNN_AF}_seed1")  # the corpus changes
+    shutil.rmtree(runs / f"{CNN_PR}_seed1")  # the corpus changes
     command = [
         sys.executable, "-m", "deepecgkit.cli", "report", str(runs), "--out", str(out),
         "--overwrite", "--reference", REFERENCE, "--n-resamples", "50",
@@ -236,7 +236,7 @@ def test_interrupted_overwrite_leaves_no_manifest_that_vouches_for_changed_files
 
 
 def test_huge_bins_is_refused_with_one_clear_line(capsys, example_runs, tmp_path: Path) -> None:
-    runs = example_runs(tmp_path / "runs", LOGREG_AF, seeds=(0,))
+    runs = example_runs(tmp_path / "runs", LOGREG_PR, seeds=(0,))
     out = tmp_path / "o"
     code, stdout, err = run_report_cli(capsys, runs, "--out", out, "--bins", "1000000000")
     assert code == 1 and stdout == ""
