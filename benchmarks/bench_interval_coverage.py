@@ -41,9 +41,10 @@ behaviour) and resampling patients (``groups=``), on 100 patients with 10
 and with 50 segments each.
 
 Run: ``nice -n 10 .venv/bin/python benchmarks/bench_interval_coverage.py``
-(about 40 minutes on two shared cores: 30 for the group section at 2,000
+(about 30 minutes on two shared cores: 20 for the group section at 2,000
 replicates, 10 for the evaluator at 1,000; ``--replicates``,
-``--evaluator-replicates`` and ``--section`` shorten it).
+``--evaluator-replicates``, ``--section``, ``--no-main-table`` and ``--cells``
+shorten it).
 """
 
 from __future__ import annotations
@@ -304,11 +305,22 @@ def _robustness_row(
     return head + " | ".join(cells) + " |", head + " | ".join(alternatives) + " |"
 
 
-def run_group_section(replicates: int, *, main_table: bool = True) -> None:
-    truths = {name: population_values(s, seed=12345) for name, s in SCENARIOS.items()}
-    for name, truth in truths.items():
-        shown = ", ".join(f"{m} a={v[0]:.4f} b={v[1]:.4f}" for m, v in truth.items())
-        print(f"population ({name}): {shown}")
+def parse_cells(text: str) -> tuple[tuple[str, int], ...]:
+    """``"rare:100,ceiling:60"`` -> ``(("rare", 100), ("ceiling", 60))``, checked."""
+    cells = []
+    for item in text.split(","):
+        name, _, count = item.strip().partition(":")
+        if name not in SCENARIOS or not count.isdigit() or int(count) < 2:
+            raise argparse.ArgumentTypeError(
+                f"expected SCENARIO:GROUPS with SCENARIO one of {', '.join(SCENARIOS)} "
+                f"and GROUPS an integer >= 2, got {item!r}"
+            )
+        cells.append((name, int(count)))
+    return tuple(cells)
+
+
+def _main_table(replicates: int, truth: dict[str, tuple[float, float]]) -> None:
+    """Scenario ``main`` at every group count of ``GROUP_COUNTS``, all three methods."""
     main = SCENARIOS["main"]
     print(
         f"\n## group bootstrap, scenario main (prevalence {main.prevalence}, {SEGMENTS} "
@@ -319,21 +331,37 @@ def run_group_section(replicates: int, *, main_table: bool = True) -> None:
     columns = [(t, m, k) for t, m in QUANTITIES for k in METHODS]
     print("| groups (positives) | " + " | ".join(f"{t} {m} {k}" for t, m, k in columns) + " |")
     print("| --- " * (len(columns) + 1) + "|")
-    for n_groups in GROUP_COUNTS if main_table else ():
+    for n_groups in GROUP_COUNTS:
         start = time.perf_counter()
-        coverage = group_coverage(main, n_groups, replicates, truths["main"])
+        coverage = group_coverage(main, n_groups, replicates, truth)
         n_pos = round(main.prevalence * n_groups)
         cells = " | ".join(
             _coverage(coverage[key], replicates, withheld=key[2] == "now") for key in columns
         )
         print(f"| {n_groups} ({n_pos}) | {cells} |  ({time.perf_counter() - start:.0f} s)")
+
+
+def run_group_section(
+    replicates: int,
+    *,
+    main_table: bool = True,
+    cells: tuple[tuple[str, int], ...] = ROBUSTNESS_CELLS,
+) -> None:
+    truths = {name: population_values(s, seed=12345) for name, s in SCENARIOS.items()}
+    for name, truth in truths.items():
+        shown = ", ".join(f"{m} a={v[0]:.4f} b={v[1]:.4f}" for m, v in truth.items())
+        print(f"population ({name}): {shown}")
+    if main_table:
+        _main_table(replicates, truths["main"])
     print(
         "\n## other scenarios: previous (expanded percentile, n = smallest class) / now "
-        f"(library default); cells with fewer than {FEW_REPORTED} intervals show the count\n"
+        f"(library default); {replicates} replicates, MIN_INFORMATIVE_GROUPS = "
+        f"{MIN_INFORMATIVE_GROUPS}; [x%] = share withheld; cells with fewer than "
+        f"{FEW_REPORTED} intervals show the count\n"
     )
     head = " | ".join(f"{t} {m}" for t, m in QUANTITIES)
     rows, alternative_rows = [], []
-    for name, n_groups in ROBUSTNESS_CELLS:
+    for name, n_groups in cells:
         start = time.perf_counter()
         scenario = SCENARIOS[name]
         coverage = group_coverage(scenario, n_groups, replicates, truths[name])
@@ -422,9 +450,16 @@ def main() -> None:
     parser.add_argument(
         "--no-main-table", action="store_true", help="group section: other scenarios only"
     )
+    parser.add_argument(
+        "--cells",
+        type=parse_cells,
+        default=ROBUSTNESS_CELLS,
+        help="group section: the other scenarios' cells, e.g. rare:100,ceiling:60 "
+        "(default: all of them)",
+    )
     args = parser.parse_args()
     if args.section in ("group", "all"):
-        run_group_section(args.replicates, main_table=not args.no_main_table)
+        run_group_section(args.replicates, main_table=not args.no_main_table, cells=args.cells)
     if args.section in ("evaluator", "all"):
         run_evaluator_section(args.evaluator_replicates)
 

@@ -8,10 +8,12 @@ value to every resample, so the bootstrap sees the metric's error through
 those few groups only: its distribution is nearly degenerate (a test set
 with no error gives the interval ``[1, 1]``), and the variance it implies is
 estimated from a few units, whatever the group count. This is the same
-reason a binomial proportion's normal interval needs several events *and*
-several non-events, and why only the discordant pairs carry information
+reason a binomial proportion's Wald interval covers erratically when there
+are few events or few non-events (Brown, Cai & DasGupta 2001, *Statistical
+Science* 16:101-133), and why only the discordant pairs carry information
 about a paired difference of proportions (McNemar 1947, *Psychometrika*
-12:153-157).
+12:153-157). Withholding changes no estimand and drops no row: the point
+estimate stays, and so do the other metrics' intervals.
 
 So the group bootstrap counts, for the metrics whose coverage was simulated
 (accuracy and AUROC, single runs and paired differences), the *informative
