@@ -14,19 +14,30 @@ quantity, and keeping each class's group count fixed keeps AUROC defined in
 every resample; resamples where a metric is undefined are dropped and
 counted.
 
-The interval is the expanded percentile interval (Hesterberg 2015; see
-:mod:`~deepecgkit.analysis.compare.resampling`) with ``n`` the smallest
-stratum's group count (stratified) or the group count (unstratified): the
-percentile interval is too narrow at few groups, and the stratum that holds
-the fewest groups limits how well a resample mimics a fresh draw of
-patients. Below ``MIN_BOOTSTRAP_GROUPS`` groups, or with a class present in
-fewer than ``MIN_BOOTSTRAP_GROUPS_PER_CLASS`` groups, no interval is drawn:
-the point estimate is returned with a NaN interval and the reason. Both
-choices come from the coverage simulation of
-``benchmarks/bench_interval_coverage.py`` (docs/benchmarks.md), where the
-percentile interval covers 0.6-0.8 at 10 groups and BCa undercovers the
-accuracy difference (its jackknife acceleration is erratic for a statistic
-that moves in steps of one group).
+The interval (``interval="auto"``, the default) is the expanded percentile
+interval (Hesterberg 2015; see :mod:`~deepecgkit.analysis.compare.resampling`)
+with ``n`` the smallest stratum's group count (stratified) or the group
+count (unstratified): the percentile interval is too narrow at few groups,
+and the stratum that holds the fewest groups limits how well a resample
+mimics a fresh draw of patients. One run's AUROC uses the BCa interval at
+the same expanded level instead: with a rare class or near the ceiling its
+distribution is skewed, and the percentile interval then covers 0.90-0.92.
+
+Group counts are not enough near a metric's ceiling, where a few groups
+carry all of the metric's variation. For accuracy and AUROC (the metrics
+whose coverage was simulated) the *informative groups* are counted
+(:mod:`~deepecgkit.analysis.compare.information`): their count caps ``n``,
+so the interval widens as the information shrinks, and below
+``MIN_INFORMATIVE_GROUPS`` the interval is withheld.
+
+Below ``MIN_BOOTSTRAP_GROUPS`` groups, or with a class present in fewer than
+``MIN_BOOTSTRAP_GROUPS_PER_CLASS`` groups, no resample is drawn; with too few
+informative groups the metric gets none. In both cases the point estimate
+is returned with a NaN interval and the reason. All of these choices come
+from the coverage simulation of ``benchmarks/bench_interval_coverage.py``
+(docs/benchmarks.md), where the percentile interval covers 0.6-0.8 at 10
+groups and BCa undercovers the accuracy difference (its acceleration is
+erratic for a statistic that moves in steps of one group).
 
 Sign convention: ``difference = metric(a) - metric(b)``, positive when
 ``a``'s number is larger, whatever the metric's direction.
@@ -40,7 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from deepecgkit.analysis.compare.batch_metrics import BatchMetric
+from deepecgkit.analysis.compare.batch_metrics import BatchMetric, BuiltinMetric
 from deepecgkit.analysis.compare.errors import ComparisonError
 from deepecgkit.analysis.compare.groups import (
     GroupedData,
@@ -48,12 +59,20 @@ from deepecgkit.analysis.compare.groups import (
     by_label,
     validate_predictions,
 )
+from deepecgkit.analysis.compare.information import (
+    TOO_FEW_INFORMATIVE_GROUPS,
+    auroc_influence,
+    expansion_cap,
+    information_of,
+    information_refusal,
+)
 from deepecgkit.analysis.compare.resampling import (
     bootstrap_interval,
     check_bootstrap_settings,
     check_interval_method,
     draw_counts,
     evaluate_metric,
+    expanded_bca_interval,
     expanded_p_value,
     resolve_metric,
 )
@@ -61,13 +80,18 @@ from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
     DEFAULT_BOOTSTRAP_SEED,
     DEFAULT_N_RESAMPLES,
+    INTERVAL_AUTO,
+    INTERVAL_EXPANDED_BCA,
     INTERVAL_EXPANDED_PERCENTILE,
     INTERVAL_PERCENTILE,
     MIN_BOOTSTRAP_GROUPS,
     MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+    MIN_INFORMATIVE_GROUPS,
 )
 
 __all__ = [
+    "BCA_UNDEFINED",
+    "METRIC_REFUSALS",
     "NO_VALID_RESAMPLE",
     "TOO_FEW_GROUPS",
     "TOO_FEW_GROUPS_IN_CLASS",
@@ -81,6 +105,7 @@ __all__ = [
     "draw_for",
     "expansion_units",
     "interval_from_grouped",
+    "interval_method_for",
     "interval_refusal",
 ]
 
@@ -89,6 +114,11 @@ _NAN = math.nan
 TOO_FEW_GROUPS = "too_few_groups"
 TOO_FEW_GROUPS_IN_CLASS = "too_few_groups_in_class"
 NO_VALID_RESAMPLE = "no_valid_resample"
+BCA_UNDEFINED = "bca_undefined"
+#: Reason codes that refuse one metric's interval rather than a whole run's or pair's.
+METRIC_REFUSALS = (TOO_FEW_INFORMATIVE_GROUPS, BCA_UNDEFINED, NO_VALID_RESAMPLE)
+#: The metric whose single-run interval ``INTERVAL_AUTO`` computes by expanded BCa.
+_BCA_METRIC = "auroc"
 #: A stratum redrawn with any spread holds at least two groups.
 _MIN_STRATUM_SPREAD = 2
 
@@ -99,8 +129,11 @@ class BootstrapInterval:
 
     ``values`` holds the finite resample values in resample order; the
     interval fields are NaN when no resample was drawn (too few groups
-    overall or in a class) or none was valid, and ``no_interval_reason``
-    then says which (None when there is an interval).
+    overall or in a class), when the metric has too few informative groups
+    (no values either), when none was valid, or when a BCa level is
+    undefined, and ``no_interval_reason`` then says which (None when there
+    is an interval). ``interval_method`` is the method used
+    (``"expanded-bca"`` or ``"expanded-percentile"`` under ``"auto"``).
     """
 
     metric: str
@@ -221,13 +254,39 @@ def _point(metric: BatchMetric, labels: np.ndarray, prob: np.ndarray) -> float:
     return float(evaluate_metric(metric, labels, prob, ones)[0])
 
 
-def _reason(draws: GroupDraws, n_valid: int) -> str | None:
+def _reason(refusal: str | None, n_valid: int) -> str | None:
     """The refusal reason, or ``no_valid_resample`` when draws exist but none was valid."""
-    if draws.reason is not None:
-        return draws.reason
+    if refusal is not None:
+        return refusal
     if n_valid == 0:
         return f"{NO_VALID_RESAMPLE}: the metric is undefined on every resample"
     return None
+
+
+def interval_method_for(interval: str, metric: BatchMetric, *, paired: bool) -> str:
+    """The method ``interval`` stands for: ``auto`` resolves per metric.
+
+    ``auto`` gives ``expanded-bca`` for one run's built-in AUROC and
+    ``expanded-percentile`` otherwise (paired differences included: BCa
+    undercovers the AUROC difference near the ceiling, docs/benchmarks.md).
+    """
+    if interval != INTERVAL_AUTO:
+        return interval
+    if not paired and isinstance(metric, BuiltinMetric) and metric.__name__ == _BCA_METRIC:
+        return INTERVAL_EXPANDED_BCA
+    return INTERVAL_EXPANDED_PERCENTILE
+
+
+def _informed(
+    draws: GroupDraws, metric: BatchMetric, name: str, probs: tuple[np.ndarray, ...], minimum: int
+) -> tuple[str | None, int]:
+    """The refusal (group minima first, then information) and the expansion's ``n``."""
+    information = information_of(metric, draws.grouped.labels, probs)
+    if information is None:
+        units = draws.n_units
+    else:
+        units = min(draws.n_units, expansion_cap(information.count))
+    return draws.reason or information_refusal(information, minimum, name), units
 
 
 def interval_from_grouped(
@@ -239,7 +298,8 @@ def interval_from_grouped(
     confidence_level: float,
     seed: int,
     stratified: bool,
-    interval: str = INTERVAL_EXPANDED_PERCENTILE,
+    interval: str = INTERVAL_AUTO,
+    min_informative_groups: int = MIN_INFORMATIVE_GROUPS,
 ) -> BootstrapInterval:
     """Build a :class:`BootstrapInterval` from drawn groups (:func:`draw_for`).
 
@@ -249,14 +309,25 @@ def interval_from_grouped(
     grouped = draws.grouped
     labels, prob = grouped.labels, grouped.probs[0]
     estimate = _point(metric, labels, prob)
-    if draws.weights is None:
+    method = interval_method_for(interval, metric, paired=False)
+    refusal, units = _informed(draws, metric, name, (prob,), min_informative_groups)
+    if draws.weights is None or refusal is not None:
         values = np.empty(0)
     else:
         values = evaluate_metric(metric, labels, prob, draws.weights)
         values = values[np.isfinite(values)]
-    ci_low, ci_high = bootstrap_interval(
-        values, confidence_level, method=interval, n_units=draws.n_units
-    )
+    if method == INTERVAL_EXPANDED_BCA:
+        influence = auroc_influence(labels, prob)
+        ci_low, ci_high = expanded_bca_interval(
+            values, estimate, influence, confidence_level, n_units=units
+        )
+        if values.size and math.isnan(ci_low):
+            refusal = (
+                f"{BCA_UNDEFINED}: every resample lies on one side of the estimate "
+                "or a BCa level is undefined"
+            )
+    else:
+        ci_low, ci_high = bootstrap_interval(values, confidence_level, method=method, n_units=units)
     return BootstrapInterval(
         metric=name,
         estimate=estimate,
@@ -269,8 +340,8 @@ def interval_from_grouped(
         confidence_level=float(confidence_level),
         seed=seed,
         stratified=stratified,
-        interval_method=interval,
-        no_interval_reason=_reason(draws, int(values.size)),
+        interval_method=method,
+        no_interval_reason=_reason(refusal, int(values.size)),
         values=values,
     )
 
@@ -284,7 +355,8 @@ def difference_from_grouped(
     confidence_level: float,
     seed: int,
     stratified: bool,
-    interval: str = INTERVAL_EXPANDED_PERCENTILE,
+    interval: str = INTERVAL_AUTO,
+    min_informative_groups: int = MIN_INFORMATIVE_GROUPS,
 ) -> BootstrapDifference:
     """Build a :class:`BootstrapDifference` of ``probs[0]`` minus ``probs[1]`` of the draws."""
     grouped = draws.grouped
@@ -292,7 +364,9 @@ def difference_from_grouped(
     prob_a, prob_b = grouped.probs
     estimate_a = _point(metric, labels, prob_a)
     estimate_b = _point(metric, labels, prob_b)
-    if draws.weights is None:
+    method = interval_method_for(interval, metric, paired=True)
+    refusal, units = _informed(draws, metric, name, (prob_a, prob_b), min_informative_groups)
+    if draws.weights is None or refusal is not None:
         differences = np.empty(0)
     else:
         values_a = evaluate_metric(metric, labels, prob_a, draws.weights)
@@ -300,7 +374,7 @@ def difference_from_grouped(
         valid = np.isfinite(values_a) & np.isfinite(values_b)
         differences = values_a[valid] - values_b[valid]
     ci_low, ci_high, p_value, larger, smaller = difference_statistics(
-        differences, confidence_level, method=interval, n_units=draws.n_units
+        differences, confidence_level, method=method, n_units=units
     )
     return BootstrapDifference(
         metric=name,
@@ -319,17 +393,17 @@ def difference_from_grouped(
         confidence_level=float(confidence_level),
         seed=seed,
         stratified=stratified,
-        interval_method=interval,
-        no_interval_reason=_reason(draws, int(differences.size)),
+        interval_method=method,
+        no_interval_reason=_reason(refusal, int(differences.size)),
         differences=differences,
     )
 
 
-def _check_count(name: str, value: object) -> int:
+def _check_count(name: str, value: object, smallest: int = 1) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ComparisonError(f"{name} must be an integer >= 1, got {value!r}")
-    if int(value) < 1:
-        raise ComparisonError(f"{name} must be an integer >= 1, got {value!r}")
+        raise ComparisonError(f"{name} must be an integer >= {smallest}, got {value!r}")
+    if int(value) < smallest:
+        raise ComparisonError(f"{name} must be an integer >= {smallest}, got {value!r}")
     return int(value)
 
 
@@ -343,11 +417,13 @@ def _prepare(
     stratify: bool,
     min_groups: int,
     min_groups_per_class: int,
+    min_informative_groups: int,
     interval: str,
 ) -> GroupDraws:
     """Validate, aggregate to groups and draw the count matrix (none below the minima)."""
     check_bootstrap_settings(n_resamples, confidence_level, seed, min_groups)
     per_class = _check_count("min_groups_per_class", min_groups_per_class)
+    _check_count("min_informative_groups", min_informative_groups, smallest=0)
     check_interval_method(interval)
     if not isinstance(stratify, (bool, np.bool_)):
         raise ComparisonError(f"stratify must be True or False, got {stratify!r}")
@@ -446,7 +522,8 @@ def cluster_bootstrap_metric(
     *,
     min_groups: int = MIN_BOOTSTRAP_GROUPS,
     min_groups_per_class: int = MIN_BOOTSTRAP_GROUPS_PER_CLASS,
-    interval: str = INTERVAL_EXPANDED_PERCENTILE,
+    min_informative_groups: int = MIN_INFORMATIVE_GROUPS,
+    interval: str = INTERVAL_AUTO,
 ) -> BootstrapInterval:
     """Group-bootstrap interval of one run's group-level metric.
 
@@ -464,7 +541,14 @@ def cluster_bootstrap_metric(
         min_groups_per_class: fewest groups of every class present. Below
             either minimum the point estimate is returned with a NaN
             interval, no draws and ``no_interval_reason``.
-        interval: ``"expanded-percentile"`` (default) or ``"percentile"``.
+        min_informative_groups: fewest informative groups of a built-in
+            ``accuracy`` or ``auroc`` (:mod:`~deepecgkit.analysis.compare.information`);
+            below it the interval is withheld the same way. 0 switches the
+            rule off (the count still caps the expansion's ``n``).
+        interval: ``"auto"`` (default: expanded BCa for the built-in AUROC,
+            expanded percentile otherwise), ``"expanded-percentile"`` or
+            ``"percentile"``. The informative-group count caps the expansion's
+            ``n`` for both expanded methods.
 
     Returns:
         :class:`BootstrapInterval`; ``estimate`` is the metric on all groups.
@@ -483,6 +567,7 @@ def cluster_bootstrap_metric(
         stratify,
         min_groups,
         min_groups_per_class,
+        min_informative_groups,
         interval,
     )
     return interval_from_grouped(
@@ -494,6 +579,7 @@ def cluster_bootstrap_metric(
         seed=int(seed),
         stratified=bool(stratify),
         interval=interval,
+        min_informative_groups=int(min_informative_groups),
     )
 
 
@@ -510,7 +596,8 @@ def cluster_bootstrap_difference(
     *,
     min_groups: int = MIN_BOOTSTRAP_GROUPS,
     min_groups_per_class: int = MIN_BOOTSTRAP_GROUPS_PER_CLASS,
-    interval: str = INTERVAL_EXPANDED_PERCENTILE,
+    min_informative_groups: int = MIN_INFORMATIVE_GROUPS,
+    interval: str = INTERVAL_AUTO,
 ) -> BootstrapDifference:
     """Paired group bootstrap of ``metric(a) - metric(b)`` on the same samples.
 
@@ -530,7 +617,11 @@ def cluster_bootstrap_difference(
         stratify: keep each label's group count fixed in every resample.
         min_groups: fewest groups that can support an interval.
         min_groups_per_class: fewest groups of every class present.
-        interval: ``"expanded-percentile"`` (default) or ``"percentile"``;
+        min_informative_groups: fewest informative groups of a built-in
+            ``accuracy`` or ``auroc`` difference (discordant groups; groups
+            whose placement differs).
+        interval: ``"auto"`` (default; the expanded percentile interval for
+            every difference), ``"expanded-percentile"`` or ``"percentile"``;
             the p-value follows the same method.
 
     Returns:
@@ -546,8 +637,12 @@ def cluster_bootstrap_difference(
         >>> y = np.repeat([0, 1], 20)
         >>> p = np.where(y[:, None] == [0, 1], 0.8, 0.2)
         >>> groups = np.arange(40)
-        >>> cluster_bootstrap_difference(y, p, p, groups, "accuracy", min_groups=40).p_value
+        >>> cluster_bootstrap_difference(y, p, p, groups, "brier", min_groups=40).p_value
         1.0
+        >>> same = cluster_bootstrap_difference(y, p, p, groups, "accuracy", min_groups=40)
+        >>> same.no_interval_reason.split(";")[0]
+        'too_few_informative_groups: 0 groups classified correctly by exactly one model'
+
     """
     name, function = resolve_metric(metric)
     draws = _prepare(
@@ -560,6 +655,7 @@ def cluster_bootstrap_difference(
         stratify,
         min_groups,
         min_groups_per_class,
+        min_informative_groups,
         interval,
     )
     return difference_from_grouped(
@@ -571,4 +667,5 @@ def cluster_bootstrap_difference(
         seed=int(seed),
         stratified=bool(stratify),
         interval=interval,
+        min_informative_groups=int(min_informative_groups),
     )

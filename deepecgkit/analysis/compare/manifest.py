@@ -52,6 +52,16 @@ TOO_FEW_GROUPS_TEXT = (
     "bootstrap p-value). Below these counts the group bootstrap's intervals cover the true "
     "value less often than they claim (docs/benchmarks.md); 'reasons' gives each run's counts."
 )
+INTERVALS_WITHHELD_CODE = "intervals_withheld"
+INTERVALS_WITHHELD_TEXT = (
+    "These metrics carry a point estimate only, although their run or pair has enough test "
+    "groups: too few informative groups (misclassified or correctly classified groups, "
+    "whichever fewer, for accuracy; discordant groups for an accuracy difference; groups in a "
+    "misordered positive-negative pair, or whose placement differs, for AUROC), below "
+    "min_informative_groups, or no valid interval. Near a metric's ceiling the bootstrap "
+    "interval then covers the true value far less often than it claims (docs/benchmarks.md); "
+    "'intervals' gives each row's reason."
+)
 PARTIAL_RUNS_CODE = "partial_runs_included"
 PARTIAL_RUNS_TEXT = (
     "Partial runs were admitted with --allow-partial (missing metadata, fingerprint, split "
@@ -107,6 +117,7 @@ def _caveats(
     runs: list[RunInput],
     too_few_groups: dict[str, str | None],
     sample_level_anti_conservative: bool,
+    withheld_intervals: list[dict[str, str]],
 ) -> list[dict[str, Any]]:
     caveats: list[dict[str, Any]] = []
     if sample_level_anti_conservative:
@@ -118,6 +129,14 @@ def _caveats(
                 "text": TOO_FEW_GROUPS_TEXT,
                 "run_ids": list(too_few_groups),
                 "reasons": dict(too_few_groups),
+            }
+        )
+    if withheld_intervals:
+        caveats.append(
+            {
+                "code": INTERVALS_WITHHELD_CODE,
+                "text": INTERVALS_WITHHELD_TEXT,
+                "intervals": list(withheld_intervals),
             }
         )
     partial = [r.run_id for r in runs if r.partial_reasons and not r.excluded]
@@ -136,6 +155,7 @@ def build_manifest(
     plotting_source_sha256: str | None,
     too_few_groups: dict[str, str | None],
     sample_level_anti_conservative: bool,
+    withheld_intervals: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Assemble the manifest in the specified key order.
 
@@ -149,6 +169,10 @@ def build_manifest(
         too_few_groups: ``run_id -> no_interval_reason`` of included runs below the
             bootstrap minima (``min_bootstrap_groups`` overall or per class).
         sample_level_anti_conservative: whether a McNemar sample row is anti-conservative.
+        withheld_intervals: the metric-level refusals of ``run_summary.csv`` and
+            ``paired_comparisons.csv`` (see
+            :func:`~deepecgkit.analysis.compare.report_tables.withheld_intervals`);
+            listed under the caveat ``intervals_withheld`` when any.
     """
     return {
         "schema_version": SCHEMA_VERSION,
@@ -161,7 +185,9 @@ def build_manifest(
         "figures": figures,
         "plotting_source_sha256": plotting_source_sha256,
         "versions": versions(plots=bool(settings.get("plots"))),
-        "caveats": _caveats(runs, too_few_groups, sample_level_anti_conservative),
+        "caveats": _caveats(
+            runs, too_few_groups, sample_level_anti_conservative, withheld_intervals or []
+        ),
         "interval_statement": INTERVAL_STATEMENT,
     }
 

@@ -54,6 +54,7 @@ def reliability_title(
     partial: bool,
     *,
     no_interval_reason: str | None = None,
+    withheld: dict[str, str] | None = None,
     classwise_ece: float | None = None,
     curve: str = "top_label",
 ) -> str:
@@ -62,8 +63,10 @@ def reliability_title(
     With ``classwise_ece`` the second line adds ``class-wise ECE = y.yyyy``, and
     a positive-class ``curve`` says that the diagram is that class's. A run
     without bootstrap intervals gets a last line ``no intervals: <reason>``,
-    so a figure shown alone still says that its numbers carry no interval. A
-    seed of None (not recorded) is shown as ``unknown``.
+    so a figure shown alone still says that its numbers carry no interval;
+    a metric refused on its own (``withheld``: metric -> reason) gets a line
+    ``no <metric> interval: <reason>``. A seed of None (not recorded) is
+    shown as ``unknown``.
     """
     shown = "unknown" if seed is None else seed
     first = f"{model} | {dataset} | seed {shown} | {n_groups} groups"
@@ -76,6 +79,8 @@ def reliability_title(
         title += f"\ndiagram: {curve.replace('_', ' ')} (P(class) vs fraction of the class)"
     if no_interval_reason:
         title += "\n" + textwrap.fill(f"no intervals: {no_interval_reason}", _TITLE_WIDTH)
+    for metric, reason in (withheld or {}).items():
+        title += "\n" + textwrap.fill(f"no {metric} interval: {reason}", _TITLE_WIDTH)
     return title
 
 

@@ -56,16 +56,18 @@ from deepecgkit.analysis.compare.report_tables import (
     compare_pair,
     score_run,
     table,
+    withheld_intervals,
 )
 from deepecgkit.analysis.compare.resampling import check_bootstrap_settings
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
     DEFAULT_BOOTSTRAP_SEED,
     DEFAULT_N_RESAMPLES,
-    INTERVAL_EXPANDED_PERCENTILE,
+    INTERVAL_AUTO,
     METRICS_FILENAME,
     MIN_BOOTSTRAP_GROUPS,
     MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+    MIN_INFORMATIVE_GROUPS,
     NEAR_COLLAPSE_THRESHOLD,
     PROBABILITY_SUM_TOLERANCE,
     REPORT_BINS,
@@ -358,6 +360,7 @@ def _write_figures(
             bins,
             bool(run.partial_reasons),
             no_interval_reason=score.no_interval_reason,
+            withheld=score.withheld,
             classwise_ece=score.classwise_ece,
             curve=score.figure_curve,
         )
@@ -501,11 +504,12 @@ def statistical_report(
             "plots": plots,
             "stratified": True,
             "group_aggregation": "mean_probability",
-            "interval": INTERVAL_EXPANDED_PERCENTILE,
+            "interval": INTERVAL_AUTO,
             "probability_sum_tolerance": PROBABILITY_SUM_TOLERANCE,
             "near_collapse_threshold": NEAR_COLLAPSE_THRESHOLD,
             "min_bootstrap_groups": MIN_BOOTSTRAP_GROUPS,
             "min_bootstrap_groups_per_class": MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+            "min_informative_groups": MIN_INFORMATIVE_GROUPS,
         },
         runs=runs,
         outputs=outputs,
@@ -515,6 +519,9 @@ def statistical_report(
             run_id: s.no_interval_reason for run_id, s in scores.items() if s.too_few_groups
         },
         sample_level_anti_conservative=bool(frames["mcnemar.csv"]["anti_conservative"].any()),
+        withheld_intervals=withheld_intervals(
+            frames["run_summary.csv"], frames["paired_comparisons.csv"]
+        ),
     )
     data = manifest_bytes(manifest)
     atomic_write_bytes(out_path / MANIFEST_FILENAME, data)

@@ -40,6 +40,7 @@ from deepecgkit.analysis.compare.batch_metrics import (
     report_metric_names,
 )
 from deepecgkit.analysis.compare.bootstrap import (
+    METRIC_REFUSALS,
     difference_from_grouped,
     draw_for,
     interval_from_grouped,
@@ -50,7 +51,7 @@ from deepecgkit.analysis.compare.identity import RunInput, ValidPredictions
 from deepecgkit.analysis.compare.mcnemar import mcnemar, mcnemar_mid_p
 from deepecgkit.analysis.compare.resampling import evaluate_metric
 from deepecgkit.analysis.constants import (
-    INTERVAL_EXPANDED_PERCENTILE,
+    INTERVAL_AUTO,
     LOWER_IS_BETTER,
     MIN_BOOTSTRAP_GROUPS,
     MIN_BOOTSTRAP_GROUPS_PER_CLASS,
@@ -71,6 +72,7 @@ __all__ = [
     "compare_pair",
     "score_run",
     "table",
+    "withheld_intervals",
 ]
 
 RUN_SUMMARY_COLUMNS = {
@@ -206,6 +208,9 @@ class RunScores:
     n_groups: int = 0
     too_few_groups: bool = False
     no_interval_reason: str | None = None
+    #: ``metric -> no_interval_reason`` of the metrics refused one by one (too few
+    #: informative groups, ...) when the run as a whole has intervals.
+    withheld: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -355,9 +360,11 @@ def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
             confidence_level=settings.confidence_level,
             seed=settings.seed,
             stratified=True,
-            interval=INTERVAL_EXPANDED_PERCENTILE,
+            interval=INTERVAL_AUTO,
         )
         group_values[name] = interval.estimate
+        if draws.reason is None and interval.no_interval_reason is not None:
+            scores.withheld[name] = interval.no_interval_reason
         scores.summary.append(
             {
                 **common,
@@ -505,7 +512,7 @@ def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSetti
             confidence_level=settings.confidence_level,
             seed=settings.seed,
             stratified=True,
-            interval=INTERVAL_EXPANDED_PERCENTILE,
+            interval=INTERVAL_AUTO,
         )
         higher = name not in LOWER_IS_BETTER
         outcome.paired.append(
@@ -535,3 +542,36 @@ def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSetti
         )
     outcome.mcnemar = _mcnemar_rows(base, ref_data, candidate_prob, grouped)
     return outcome
+
+
+def _metric_refusal(reason: Any) -> bool:
+    return isinstance(reason, str) and reason.split(":", 1)[0] in METRIC_REFUSALS
+
+
+def withheld_intervals(run_summary: pd.DataFrame, paired: pd.DataFrame) -> list[dict[str, str]]:
+    """Rows whose interval was withheld for the metric alone, for the manifest.
+
+    Run-wide refusals (too few groups overall or in a class) are listed under
+    their own caveat; these are the metric-level ones
+    (:data:`~deepecgkit.analysis.compare.bootstrap.METRIC_REFUSALS`), in table
+    order: ``{"run_id", "metric", "reason"}`` for a run's interval and
+    ``{"candidate_run_id", "reference_run_id", "metric", "reason"}`` for a
+    paired difference.
+    """
+    entries: list[dict[str, str]] = []
+    for row in run_summary.itertuples(index=False):
+        if _metric_refusal(row.no_interval_reason):
+            entries.append(
+                {"run_id": row.run_id, "metric": row.metric, "reason": row.no_interval_reason}
+            )
+    for row in paired.itertuples(index=False):
+        if _metric_refusal(row.no_interval_reason):
+            entries.append(
+                {
+                    "candidate_run_id": row.candidate_run_id,
+                    "reference_run_id": row.reference_run_id,
+                    "metric": row.metric,
+                    "reason": row.no_interval_reason,
+                }
+            )
+    return entries

@@ -31,8 +31,8 @@ from deepecgkit.analysis.compare.resampling import (
 from deepecgkit.analysis.constants import MIN_BOOTSTRAP_GROUPS, MIN_BOOTSTRAP_GROUPS_PER_CLASS
 
 N_RESAMPLES = 300
-#: Minima switched off, for tests about the mechanics on small data.
-OPEN = {"min_groups": 1, "min_groups_per_class": 1}
+#: Minima (groups and informative groups) switched off, for tests about the mechanics.
+OPEN = {"min_groups": 1, "min_groups_per_class": 1, "min_informative_groups": 1}
 
 
 def _pair(predictions, seed: int = 0, **kwargs) -> tuple:
@@ -115,12 +115,18 @@ def test_chunk_size_does_not_change_results(predictions, monkeypatch, metric: st
 
 def test_identical_predictions_give_zero_difference_and_p_one(predictions) -> None:
     y, prob, _, groups = _pair(predictions, n_groups=20)
-    for metric in ("accuracy", "auroc", "brier", "ece"):
+    for metric in ("brier", "ece"):
         result = cluster_bootstrap_difference(y, prob, prob, groups, metric, N_RESAMPLES, **OPEN)
         assert result.difference == 0.0
         assert result.p_value == 1.0
         assert result.prob_a_larger == 0.0 and result.prob_a_smaller == 0.0
         assert result.ci_low == 0.0 and result.ci_high == 0.0
+    # Accuracy and AUROC count the groups the two runs disagree on: none here, so the
+    # test set says nothing about the difference and the interval is withheld.
+    for metric in ("accuracy", "auroc"):
+        result = cluster_bootstrap_difference(y, prob, prob, groups, metric, N_RESAMPLES, **OPEN)
+        assert result.difference == 0.0 and math.isnan(result.p_value)
+        assert result.no_interval_reason.startswith("too_few_informative_groups: 0 ")
 
 
 def test_too_few_groups_keeps_the_point_estimate_only(predictions) -> None:
@@ -144,7 +150,7 @@ def test_too_few_groups_keeps_the_point_estimate_only(predictions) -> None:
         f"{MIN_BOOTSTRAP_GROUPS_PER_CLASS} per class"
     )
     opened = cluster_bootstrap_metric(y, prob_a, groups, "accuracy", min_groups=9,
-                                      min_groups_per_class=3)  # fmt: skip
+                                      min_groups_per_class=3, min_informative_groups=1)  # fmt: skip
     assert opened.values.size and opened.no_interval_reason is None
 
 

@@ -29,6 +29,7 @@ from deepecgkit.analysis.compare.reliability_plot import reliability_figure
 from deepecgkit.analysis.constants import (
     MIN_BOOTSTRAP_GROUPS,
     MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+    MIN_INFORMATIVE_GROUPS,
     REPORT_PAIRED_METRICS,
 )
 from deepecgkit.analysis.predictions import read_predictions
@@ -302,9 +303,10 @@ def test_manifest_hashes_match_the_files(report, corpus: Path) -> None:
     assert caveats["too_few_groups"]["reasons"]["tiny/few_groups_seed1"] == (
         f"too_few_groups: 4 test groups; an interval needs at least {MIN_BOOTSTRAP_GROUPS}"
     )
-    assert manifest["settings"]["interval"] == "expanded-percentile"
+    assert manifest["settings"]["interval"] == "auto"
     assert manifest["settings"]["min_bootstrap_groups"] == MIN_BOOTSTRAP_GROUPS
     assert manifest["settings"]["min_bootstrap_groups_per_class"] == MIN_BOOTSTRAP_GROUPS_PER_CLASS
+    assert manifest["settings"]["min_informative_groups"] == MIN_INFORMATIVE_GROUPS
     assert "seeds" in manifest["interval_statement"]
 
 
@@ -317,9 +319,10 @@ def test_too_few_groups_get_point_estimates_only(report) -> None:
     assert set(intervals["no_interval_reason"]) == {
         f"too_few_groups: 4 test groups; an interval needs at least {MIN_BOOTSTRAP_GROUPS}"
     }
-    good = report.run_summary.query("run_id == 'good/resnet_af_seed1'")
+    good = report.run_summary.query("run_id == 'good/inception_af_seed1'")
     assert good.loc[~good["metric"].str.contains("collapse"), "no_interval_reason"].isna().all()
-    assert set(good["interval_method"].dropna()) == {"expanded-percentile"}
+    methods = good.set_index("metric")["interval_method"].dropna()
+    assert methods.pop("auroc") == "expanded-bca" and set(methods) == {"expanded-percentile"}
     assert "no intervals: too_few_groups: 4 test groups" in _titles(report)["tiny/few_groups_seed1"]
     # A run with enough groups overall but too few in a class (12 groups, 3 per class).
     written = pd.read_csv(report.out_dir / "run_summary.csv")
@@ -485,3 +488,34 @@ def test_no_plots_never_imports_matplotlib(corpus: Path, tmp_path: Path) -> None
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     assert math.isfinite(pd.read_csv(tmp_path / "out/run_summary.csv")["estimate"].iloc[0])
+
+
+def test_a_perfect_run_gets_no_accuracy_or_auroc_interval(report) -> None:
+    # The resnet runs classify and rank all 60 test groups correctly: nothing on the test
+    # set shows their error, so those two intervals are withheld with the reason (CSV,
+    # manifest caveat, figure title), while the run's other metrics keep theirs.
+    rows = report.run_summary.query("run_id == 'good/resnet_af_seed1'").set_index("metric")
+    reasons = rows["no_interval_reason"]
+    assert reasons["accuracy"] == (
+        "too_few_informative_groups: 0 misclassified groups; an accuracy interval needs at "
+        f"least {MIN_INFORMATIVE_GROUPS}"
+    )
+    assert reasons["auroc"].startswith(
+        "too_few_informative_groups: 0 groups in a misordered or tied positive-negative pair"
+    )
+    assert rows.loc[["accuracy", "auroc"], ["ci_low", "ci_high"]].isna().all().all()
+    assert rows.loc[["accuracy", "auroc"], "estimate"].tolist() == [1.0, 1.0]
+    others = rows.drop(index=["accuracy", "auroc", "exact_class_collapse", "near_class_collapse"])
+    assert others["no_interval_reason"].isna().all() and others["ci_low"].notna().all()
+    caveat = next(c for c in report.manifest["caveats"] if c["code"] == "intervals_withheld")
+    listed = {(e["run_id"], e["metric"]): e["reason"] for e in caveat["intervals"]}
+    assert listed[("good/resnet_af_seed1", "auroc")] == reasons["auroc"]
+    assert set(listed) == {
+        (run, metric)
+        for run in ("good/resnet_af_seed1", "good/resnet_af_seed2")
+        for metric in ("accuracy", "auroc")
+    }
+    title = _titles(report)["good/resnet_af_seed1"]
+    assert "no accuracy interval: too_few_informative_groups: 0 misclassified" in title
+    assert "no auroc interval: too_few_informative_groups" in title
+    assert "no intervals" not in title
