@@ -11,11 +11,14 @@ command line and library:
   one run;
 * ``transfer_heatmap.png``: the linear-probe transfer heat map of one
   architecture, from the library code the ``transfer_table`` asset runs
-  (``cross_dataset_transfer`` and ``plot_transfer_matrix``, same settings).
+  (``cross_dataset_transfer`` and ``plot_transfer_matrix``, same settings),
+  or, with ``--transfer-from OUTPUT``, the heat map that asset already drew
+  in the platform output folder ``OUTPUT`` (the tests pass the bundled
+  build they make anyway, so CI does not probe the encoders twice).
 
 Run it from anywhere; it prints each image with the command that makes it::
 
-    .venv/bin/python scripts/render_readme_figures.py [--out DIR]
+    .venv/bin/python scripts/render_readme_figures.py [--out DIR] [--transfer-from OUTPUT]
 
 It needs pdflatex (``texlive-latex-recommended``) and pdftoppm
 (``poppler-utils``); everything but the images is written to a temporary
@@ -81,6 +84,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_OUT,
         help=f"folder of the images (default: {DEFAULT_OUT.relative_to(REPO_ROOT)})",
     )
+    parser.add_argument(
+        "--transfer-from",
+        type=Path,
+        default=None,
+        metavar="OUTPUT",
+        help="platform output folder of a transfer_table build on the bundled corpus: "
+        "copy its heat map instead of probing the encoders again",
+    )
     return parser.parse_args(argv)
 
 
@@ -139,6 +150,31 @@ def reliability(work: Path) -> tuple[bytes, list[str]]:
     return (out / figures[0]).read_bytes(), [line, f"figure {figures[0]}"]
 
 
+TRANSFER_COMMAND = (
+    "dagster asset materialize -m deepecg_assets.definitions "
+    "--select discovered_runs,transfer_matrix,transfer_table"
+)
+
+
+def built_transfer_heatmap(output: Path) -> tuple[bytes, list[str]]:
+    """The heat map the ``transfer_table`` asset drew under ``output``, found by its index."""
+    # Imported here: only this path needs the platform (and Dagster) at all.
+    from deepecg_assets.assets.transfer import TRANSFER_INDEX
+
+    tables = output / "tables"
+    try:
+        index = json.loads((tables / TRANSFER_INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise FigureError(f"no transfer_table build in {shown(output)}: {exc}") from None
+    names = [name for name, architecture in index.items() if architecture == TRANSFER_ARCHITECTURE]
+    if len(names) != 1:
+        raise FigureError(f"{TRANSFER_INDEX} in {shown(tables)} lists no {TRANSFER_ARCHITECTURE}")
+    return (tables / names[0]).read_bytes(), [
+        TRANSFER_COMMAND,
+        f"figure {shown(tables / names[0])}",
+    ]
+
+
 def transfer_heatmap(work: Path) -> tuple[bytes, list[str]]:
     """One architecture's transfer matrix, computed and drawn as the transfer assets do."""
     # Imported here: the probing code imports torch, which the other pictures never need.
@@ -171,12 +207,8 @@ def transfer_heatmap(work: Path) -> tuple[bytes, list[str]]:
         title=TRANSFER_TITLE.format(architecture=TRANSFER_ARCHITECTURE),
         save_path=str(figure),
     )
-    command = (
-        "dagster asset materialize -m deepecg_assets.definitions "
-        "--select discovered_runs,transfer_matrix,transfer_table"
-    )
     return figure.read_bytes(), [
-        command,
+        TRANSFER_COMMAND,
         f"figure deepecg_output/tables/transfer_matrix_{TRANSFER_ARCHITECTURE}.png",
     ]
 
@@ -191,6 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         RELIABILITY: reliability,
         TRANSFER_HEATMAP: transfer_heatmap,
     }
+    if args.transfer_from is not None:
+        # First: a wrong folder is reported before anything is drawn.
+        steps = {TRANSFER_HEATMAP: lambda _work: built_transfer_heatmap(args.transfer_from)} | {
+            name: step for name, step in steps.items() if name != TRANSFER_HEATMAP
+        }
     with tempfile.TemporaryDirectory(prefix="deepecg-readme-figures-") as scratch:
         for name, step in steps.items():
             try:

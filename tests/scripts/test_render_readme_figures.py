@@ -2,8 +2,11 @@
 
 The script runs as a user runs it (a separate interpreter, the bundled
 corpus, the real pdflatex and pdftoppm) into a temporary folder; each image
-must be a PNG that Pillow reads, of a size a README can show. The committed
-pictures are checked for the same, and for staying small.
+must be a PNG that Pillow reads, of a size a README can show. The heat map
+comes from the session's transfer build (``--transfer-from``), so the
+encoders are probed once per test session; the probing itself is the
+``transfer_table`` asset's code, tested in ``tests/deepecg_assets``. The
+committed pictures are checked for the same, and for staying small.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ MIN_SIDE_PX = 300
 MAX_SIDE_PX = 2500
 #: The repository stays small: no picture above this.
 MAX_BYTES = 200_000
-#: Generous: the transfer probes take about 20 s on two idle cores.
-SCRIPT_TIMEOUT_S = 600
+#: Generous: without the probes the script takes a few seconds.
+SCRIPT_TIMEOUT_S = 300
 
 needs_tools = pytest.mark.skipif(
     shutil.which("pdflatex") is None or shutil.which("pdftoppm") is None,
@@ -41,11 +44,11 @@ needs_tools = pytest.mark.skipif(
 )
 
 
-def run_script(out: Path, **environment: str) -> subprocess.CompletedProcess[str]:
+def run_script(out: Path, *options: str, **environment: str) -> subprocess.CompletedProcess[str]:
     env = os.environ | environment
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
     return subprocess.run(
-        [sys.executable, str(SCRIPT), "--out", str(out)],
+        [sys.executable, str(SCRIPT), "--out", str(out), *options],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
@@ -67,9 +70,11 @@ def check_picture(path: Path) -> None:
 
 @pytest.mark.slow
 @needs_tools
-def test_the_script_writes_every_picture_and_prints_its_command(tmp_path) -> None:
+def test_the_script_writes_every_picture_and_prints_its_command(
+    tmp_path, bundled_transfer_build
+) -> None:
     out = tmp_path / "images"
-    completed = run_script(out)
+    completed = run_script(out, "--transfer-from", str(bundled_transfer_build.output))
     assert completed.returncode == 0, completed.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(PICTURES)
     lines = completed.stdout.splitlines()
@@ -77,6 +82,16 @@ def test_the_script_writes_every_picture_and_prints_its_command(tmp_path) -> Non
         check_picture(out / name)
         (header,) = [i for i, line in enumerate(lines) if line.startswith(str(out / name))]
         assert lines[header + 1].strip().startswith(command), lines[header : header + 3]
+    heat_map = bundled_transfer_build.output / "tables" / "transfer_matrix_resnet1d.png"
+    assert (out / "transfer_heatmap.png").read_bytes() == heat_map.read_bytes()
+
+
+def test_a_folder_without_a_transfer_build_is_one_line_and_exit_1(tmp_path) -> None:
+    completed = run_script(tmp_path / "images", "--transfer-from", str(tmp_path))
+    assert completed.returncode == 1
+    (line,) = completed.stderr.strip().splitlines()
+    assert line.startswith("render_readme_figures: transfer_heatmap.png: no transfer_table build")
+    assert not (tmp_path / "images").exists(), "a wrong folder is reported before any picture"
 
 
 @needs_tools
