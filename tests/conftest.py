@@ -8,6 +8,7 @@ import pwd
 import shutil
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +150,43 @@ def copy_example_runs(
 def example_runs() -> Callable[..., Path]:
     """:func:`copy_example_runs`, for tests that build a corpus from the bundled runs."""
     return copy_example_runs
+
+
+@dataclass(frozen=True)
+class TransferBuild:
+    """The transfer assets materialised once on the bundled corpus: output folder and events."""
+
+    output: Path
+    result: Any
+
+
+#: The assets the transfer build materialises (the encoders are probed once per session).
+TRANSFER_BUILD = ("discovered_runs", "transfer_matrix", "transfer_table")
+
+
+@pytest.fixture(scope="session")
+def bundled_transfer_build(tmp_path_factory: pytest.TempPathFactory) -> TransferBuild:
+    """The transfer assets built on the bundled corpus, shared by the tests that read them.
+
+    Probing every encoder is the slowest step of the platform, so the asset
+    tests and the README-pictures script test read one build. The platform's
+    environment is set only while the job runs.
+    """
+    import dagster as dg
+
+    from deepecg_assets.definitions import defs
+
+    folder = tmp_path_factory.mktemp("bundled-transfer")
+    output, home = folder / "output", folder / "dagster_home"
+    home.mkdir()
+    job = defs.resolve_implicit_global_asset_job_def()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DEEPECG_RUNS", raising=False)  # unset: the bundled example corpus
+        patch.setenv("DEEPECG_OUTPUT", str(output))
+        patch.setenv("DEEPECG_RECURSIVE", "1")
+        with dg.instance_for_test(temp_dir=str(home)) as instance:
+            result = job.execute_in_process(
+                instance=instance, asset_selection=[dg.AssetKey(k) for k in TRANSFER_BUILD]
+            )
+    assert result.success
+    return TransferBuild(output=output, result=result)

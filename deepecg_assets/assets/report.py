@@ -1,11 +1,14 @@
 """The statistical report asset: group-bootstrap comparisons from stored predictions."""
 
+from pathlib import Path
+
 import dagster as dg
 import pandas as pd
 from pydantic import Field
 
 from deepecg_assets.assets.discovery import EAGER
 from deepecg_assets.io_managers import markdown_preview
+from deepecg_assets.metadata_images import figure_metadata
 from deepecg_assets.resources import (
     AnalysisSettings,
     OutputFolderResource,
@@ -19,6 +22,25 @@ from deepecgkit.analysis.constants import DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_RESA
 REPORT_GROUP = "report"
 #: Folder of the report under the output folder.
 REPORT_FOLDER = "report"
+RELIABILITY_TITLE = "reliability diagram"
+_SHOWN_FORMAT = "png"
+
+
+def _shown_figure(manifest: dict, out_dir: Path, *, plots: bool) -> dict[str, dg.MetadataValue]:
+    """The ``figure`` metadata: the reliability diagram of the first run (by run id) with one.
+
+    One picture keeps the event small; the manifest lists every figure.
+    """
+    entries = sorted(
+        (entry["run_id"], entry["path"])
+        for entry in manifest.get("figures", [])
+        if entry["format"] == _SHOWN_FORMAT
+    )
+    if not entries:
+        reason = "no run was included" if plots else "plots are off (plots=False)"
+        return figure_metadata(None, RELIABILITY_TITLE, reason)
+    run_id, relative = entries[0]
+    return figure_metadata(out_dir / relative, f"{RELIABILITY_TITLE} of {run_id}")
 
 
 class ReportConfig(dg.Config):
@@ -84,5 +106,6 @@ def statistical_report(
             "paired_comparison_rows": len(result.paired_comparisons),
             "figures": len(result.figures),
             "run_summary": dg.MetadataValue.md(markdown_preview(result.run_summary)),
+            **_shown_figure(result.manifest, out_dir, plots=config.plots),
         }
     )

@@ -1,11 +1,17 @@
-"""Table assets: the booktabs ``.tex`` files of a paper, written under ``<output>/tables/``."""
+"""Table assets: the booktabs ``.tex`` files of a paper, written under ``<output>/tables/``.
 
+Each table is also rendered to a PNG next to its ``.tex`` and shown in the
+asset's metadata (``image_<stem>``, see :mod:`deepecg_assets.metadata_images`).
+"""
+
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 
 from deepecg_assets.assets.discovery import EAGER
+from deepecg_assets.metadata_images import picture_name, table_picture_metadata
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis._io import atomic_write_text, remove_file
 from deepecgkit.analysis.latex import (
@@ -30,13 +36,27 @@ FLIP_TABLE_STEM = "flip_survival"
 RESULTS_PREFIX = "results_"
 #: Which dataset each results table holds (file names of long names are hashed).
 RESULTS_INDEX = "results_tables.json"
+#: What each single-file table is, in words: the start of its picture's alt text.
+RANK_TABLE_TITLE = "rank table"
+TAU_TABLE_TITLE = "Kendall tau table"
+FLIP_TABLE_TITLE = "flip table"
+RESULTS_TABLE_TITLE = "results table of {dataset}"
 
 
 def _written(
-    paths: list[str], tables: dict[str, str], extra: dict[str, object] | None = None
+    paths: list[str],
+    tables: dict[str, str],
+    titles: Mapping[str, str],
+    extra: dict[str, object] | None = None,
 ) -> dg.MaterializeResult:
-    """Metadata of a table materialisation: the paths, a preview, and ``extra``."""
+    """Metadata of a table materialisation: the paths, a preview, the pictures, and ``extra``.
+
+    ``titles`` says what each stem's table is (the pictures' alt text); the
+    pictures are written next to the ``.tex`` files, which lie in one folder.
+    """
     metadata: dict[str, object] = {"files": len(paths), **(extra or {})}
+    if paths:
+        metadata |= table_picture_metadata(tables, Path(paths[0]).parent, titles)
     for path, stem in zip(paths, sorted(tables), strict=True):
         metadata[f"path_{stem}"] = dg.MetadataValue.path(path)
     first = sorted(tables)[0] if tables else None
@@ -74,11 +94,15 @@ def results_tables(
     index = {f"{stems[dataset]}.tex": dataset for dataset in datasets}
     atomic_write_text(directory / RESULTS_INDEX, table_index_text(index))
     stale = remove_stale(directory, f"{RESULTS_PREFIX}*.tex", set(index))
+    stale += remove_stale(
+        directory, picture_name(f"{RESULTS_PREFIX}*"), {picture_name(s) for s in tables}
+    )
     extra = {
         "index": dg.MetadataValue.path(str(directory / RESULTS_INDEX)),
-        "removed_stale": dg.MetadataValue.json(stale),
+        "removed_stale": dg.MetadataValue.json(sorted(stale)),
     }
-    return _written(paths, tables, extra)
+    titles = {stems[dataset]: RESULTS_TABLE_TITLE.format(dataset=dataset) for dataset in datasets}
+    return _written(paths, tables, titles, extra)
 
 
 def remove_stale(directory: Path, pattern: str, current: set[str]) -> list[str]:
@@ -112,7 +136,8 @@ def rank_table(
             confidence_level=analysis.confidence_level,
         )
     }
-    return _written(write_tables(tables, output_folder.tables_dir()), tables)
+    titles = {RANK_TABLE_STEM: RANK_TABLE_TITLE}
+    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles)
 
 
 @dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
@@ -123,7 +148,8 @@ def tau_table(
     tables = {
         TAU_TABLE_STEM: kendall_tau_table(tau_summary, confidence_level=analysis.confidence_level)
     }
-    return _written(write_tables(tables, output_folder.tables_dir()), tables)
+    titles = {TAU_TABLE_STEM: TAU_TABLE_TITLE}
+    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles)
 
 
 @dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
@@ -141,4 +167,5 @@ def flip_table(
             correction=analysis.correction,
         )
     }
-    return _written(write_tables(tables, output_folder.tables_dir()), tables)
+    titles = {FLIP_TABLE_STEM: FLIP_TABLE_TITLE}
+    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles)

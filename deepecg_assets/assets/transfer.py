@@ -5,7 +5,6 @@ loading the code location stays fast, and a location without checkpoints
 never pays for torch at all.
 """
 
-import base64
 from pathlib import Path
 
 import dagster as dg
@@ -14,6 +13,7 @@ from pydantic import Field
 
 from deepecg_assets.assets.discovery import EAGER, frame_to_records
 from deepecg_assets.assets.tables import remove_stale
+from deepecg_assets.metadata_images import figure_metadata, picture_name, table_picture_metadata
 from deepecg_assets.resources import OutputFolderResource
 from deepecgkit.analysis._io import atomic_write_text
 from deepecgkit.analysis.checkpoints import find_encoder_checkpoints
@@ -166,16 +166,17 @@ def matrix_frame(cells: pd.DataFrame) -> pd.DataFrame:
     return matrix.reindex(index=[s for s in sources if s in matrix.index])
 
 
-def _inline_png(path: Path) -> str:
-    encoded = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f"![{path.stem}](data:image/png;base64,{encoded})"
-
-
 @dg.asset(group_name=TRANSFER_GROUP, automation_condition=EAGER, kinds={"latex", "png"})
 def transfer_table(
     transfer_matrix: pd.DataFrame, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
-    """``transfer_matrix.tex`` (one table per architecture) and a heat-map figure of each."""
+    """``transfer_matrix.tex`` (one table per architecture) and a heat-map figure of each.
+
+    Each architecture's table is also rendered on its own, to
+    ``transfer_matrix.<architecture>.png`` (a stem never holds a dot, so the
+    name cannot be a heat map's); the metadata shows those pictures and the
+    first architecture's heat map (``figure``).
+    """
     tables_dir = output_folder.tables_dir()
     if transfer_matrix.empty:
         # Files of an earlier matrix describe checkpoints that are gone.
@@ -189,6 +190,8 @@ def transfer_table(
     stems = file_stems(architectures)
     metric = str(transfer_matrix["metric"].iloc[0])
     parts, figures = [], []
+    pictures: dict[str, str] = {}
+    titles: dict[str, str] = {}
     for architecture in architectures:
         matrix = matrix_frame(transfer_matrix.loc[transfer_matrix["model_name"] == architecture])
         parts.append(
@@ -199,6 +202,9 @@ def transfer_table(
                 label=f"tab:transfer_matrix_{stems[architecture]}",
             )
         )
+        picture_stem = f"{TRANSFER_TABLE_STEM}.{stems[architecture]}"
+        pictures[picture_stem] = parts[-1]
+        titles[picture_stem] = f"transfer table of {architecture}"
         figure = tables_dir / f"{TRANSFER_TABLE_STEM}_{stems[architecture]}.png"
         plot_transfer_matrix(
             matrix.to_numpy(),
@@ -217,7 +223,8 @@ def transfer_table(
         for figure, architecture in zip(figures, architectures, strict=True)
     }
     atomic_write_text(tables_dir / TRANSFER_INDEX, table_index_text(index))
-    current = {Path(path).name, TRANSFER_INDEX, *index}
+    images = table_picture_metadata(pictures, tables_dir, titles)
+    current = {Path(path).name, TRANSFER_INDEX, *index, *map(picture_name, pictures)}
     stale = remove_stale(tables_dir, f"{TRANSFER_TABLE_STEM}*", current)
     metadata: dict[str, object] = {
         "path": dg.MetadataValue.path(path),
@@ -227,5 +234,6 @@ def transfer_table(
     }
     for figure in figures:
         metadata[f"figure_{figure.stem}"] = dg.MetadataValue.path(str(figure))
-    metadata["figure"] = dg.MetadataValue.md(_inline_png(figures[0]))
+    metadata |= images
+    metadata |= figure_metadata(figures[0], f"transfer heat map of {architectures[0]}")
     return dg.MaterializeResult(metadata=metadata)

@@ -343,6 +343,8 @@ _TAU_RANGE = (-1.0, 1.0)
 _FALSE_STRINGS = frozenset({"false", "0"})
 _TRUE_STRINGS = frozenset({"true", "1"})
 _COMPILE_JOBNAME = "table"
+#: The PDF :func:`_run_engine` leaves in its folder.
+COMPILED_PDF = f"{_COMPILE_JOBNAME}.pdf"
 #: Characters outside ASCII listed by code point in a table's engine comment.
 _SHOWN_CHARACTERS = 8
 _LOG_TAIL_LINES = 20
@@ -1665,6 +1667,81 @@ def _failure_summary(log: str) -> str:
     return "\n".join(chosen[:_LOG_TAIL_LINES])
 
 
+def _engine_executable(table: str, engine: str | None) -> str | None:
+    """Path of ``engine`` (default: the engine ``table`` needs), or None when it is not on PATH."""
+    command = engine if engine is not None else latex_engine(table)
+    return shutil.which(command) if command is not None else None
+
+
+def _missing_engine(table: str, engine: str | None) -> str:
+    """The sentence saying which engine is missing and how to get one."""
+    wanted = " or ".join(UNICODE_ENGINES) if needs_unicode_engine(table) else "pdflatex"
+    return (
+        f"no LaTeX engine found ({engine or wanted} is not on PATH); "
+        f"install TeX Live's {wanted} or pass engine= the path of one"
+    )
+
+
+def _run_program(
+    command: Sequence[str], workdir: Path, *, timeout: float
+) -> subprocess.CompletedProcess[bytes] | str:
+    """Run ``command`` in ``workdir``, without input and with its output captured.
+
+    Returns:
+        The finished process (whatever its exit status), or the reason it did
+        not finish: ``"<program> did not finish within <timeout> s"`` or
+        ``"<program> could not run: <error>"``.
+    """
+    name = Path(command[0]).name
+    try:
+        return subprocess.run(
+            list(command),
+            cwd=workdir,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"{name} did not finish within {timeout:g} s"
+    except OSError as exc:
+        return f"{name} could not run: {exc}"
+
+
+def _run_engine(
+    executable: str, document: str, workdir: Path, *, timeout: float
+) -> tuple[bool, str]:
+    """Typeset ``document`` as ``<workdir>/table.tex``; the PDF, if any, is ``table.pdf`` there.
+
+    The engine runs with ``-interaction=nonstopmode -halt-on-error
+    -no-shell-escape``, so a broken document fails fast and a hostile name
+    cannot run commands. Shared by :func:`compile_table` and
+    :mod:`deepecgkit.analysis.table_images`.
+
+    Returns:
+        ``(True, "")`` when a PDF was produced, else ``(False, reason)`` with
+        the LaTeX error lines or the log's tail (or the timeout).
+    """
+    source = workdir / f"{_COMPILE_JOBNAME}.tex"
+    source.write_text(document, encoding="utf-8")
+    completed = _run_program(
+        [executable, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", source.name],
+        workdir,
+        timeout=timeout,
+    )
+    if isinstance(completed, str):
+        return False, completed
+    log_file = workdir / f"{_COMPILE_JOBNAME}.log"
+    if log_file.exists():
+        log = log_file.read_text(encoding="utf-8", errors="replace")
+    else:
+        log = completed.stdout.decode("utf-8", errors="replace")
+    if completed.returncode == 0 and (workdir / COMPILED_PDF).exists():
+        return True, ""
+    reason = _failure_summary(log)
+    return False, f"{Path(executable).name} exited with {completed.returncode}:\n{reason}"
+
+
 def compile_table(
     table: str,
     *,
@@ -1690,43 +1767,8 @@ def compile_table(
     Raises:
         RuntimeError: No engine is installed, or ``engine`` cannot be found.
     """
-    command = engine if engine is not None else latex_engine(table)
-    executable = shutil.which(command) if command is not None else None
+    executable = _engine_executable(table, engine)
     if executable is None:
-        wanted = " or ".join(UNICODE_ENGINES) if needs_unicode_engine(table) else "pdflatex"
-        raise RuntimeError(
-            f"no LaTeX engine found ({command or wanted} is not on PATH); "
-            f"install TeX Live's {wanted} or pass engine= the path of one"
-        )
+        raise RuntimeError(_missing_engine(table, engine))
     with tempfile.TemporaryDirectory(prefix="deepecg-latex-") as folder:
-        workdir = Path(folder)
-        source = workdir / f"{_COMPILE_JOBNAME}.tex"
-        source.write_text(_standalone_document(table), encoding="utf-8")
-        try:
-            completed = subprocess.run(
-                [
-                    executable,
-                    "-interaction=nonstopmode",
-                    "-halt-on-error",
-                    "-no-shell-escape",
-                    source.name,
-                ],
-                cwd=workdir,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return False, f"{Path(executable).name} did not finish within {timeout:g} s"
-        except OSError as exc:
-            return False, f"{Path(executable).name} could not run: {exc}"
-        log_file = workdir / f"{_COMPILE_JOBNAME}.log"
-        if log_file.exists():
-            log = log_file.read_text(encoding="utf-8", errors="replace")
-        else:
-            log = completed.stdout.decode("utf-8", errors="replace")
-        if completed.returncode == 0 and (workdir / f"{_COMPILE_JOBNAME}.pdf").exists():
-            return True, ""
-        reason = _failure_summary(log)
-        return False, f"{Path(executable).name} exited with {completed.returncode}:\n{reason}"
+        return _run_engine(executable, _standalone_document(table), Path(folder), timeout=timeout)

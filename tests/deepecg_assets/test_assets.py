@@ -176,6 +176,9 @@ def test_materialisations_carry_metadata(platform) -> None:
         paths = [v.value for k, v in events[table].items() if k.startswith("path_")]
         assert paths and all(Path(p).is_file() for p in paths), table
         assert "```latex" in events[table]["preview"].value
+        pictures = [v.value for k, v in events[table].items() if k.startswith("image_")]
+        assert len(pictures) == len(paths), table
+        assert all(p.startswith("![") and "data:image/png;base64," in p for p in pictures), table
 
 
 def test_flip_table_alone_reuses_the_stored_flip_grid(platform) -> None:

@@ -294,7 +294,9 @@ def test_stale_results_table_of_a_gone_dataset_is_removed_and_listed(platform) -
     result = materialize(platform, THROUGH_TABLES)
     assert result.success
     assert not (tables / "results_sleep.tex").exists()
-    assert metadata_of(result, "results_tables")["removed_stale"] == ["results_sleep.tex"]
+    assert not (tables / "results_sleep.png").exists(), "nor its picture"
+    removed = metadata_of(result, "results_tables")["removed_stale"]
+    assert removed == ["results_sleep.png", "results_sleep.tex"]
     index = json.loads((tables / "results_tables.json").read_text(encoding="utf-8"))
     assert index == {"results_afib.tex": "afib", "results_ptbxl.tex": "ptbxl"}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
 import dagster as dg
@@ -9,6 +11,7 @@ import numpy as np
 import pytest
 
 from deepecg_assets.definitions import defs
+from deepecg_assets.metadata_images import embeddable_png
 from deepecgkit.analysis.constants import REPORT_PAIRED_METRICS
 from deepecgkit.evaluation.report import write_failed_run_report, write_run_report
 
@@ -67,3 +70,28 @@ def test_statistical_report_asset(prediction_platform) -> None:
     report = prediction_platform.output / "report"
     assert (report / "manifest.json").is_file()
     assert "failed_run" in (report / "exclusions.csv").read_text()
+    assert metadata["figure"].value == (
+        "No picture of the reliability diagram: plots are off (plots=False)"
+    )
+
+
+def test_statistical_report_shows_the_first_runs_reliability_diagram(prediction_platform) -> None:
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        instance=prediction_platform.instance,
+        asset_selection=[dg.AssetKey("statistical_report")],
+        run_config={"ops": {"statistical_report": {"config": {"n_resamples": 20}}}},
+    )
+    assert result.success
+    metadata = result.get_asset_materialization_events()[0].materialization.metadata
+    report = prediction_platform.output / "report"
+    manifest = json.loads((report / "manifest.json").read_text())
+    first = min(e["run_id"] for e in manifest["figures"])
+    (path,) = [
+        e["path"] for e in manifest["figures"] if e["run_id"] == first and e["format"] == "png"
+    ]
+    prefix = f"![reliability diagram of {first}](data:image/png;base64,"
+    text = metadata["figure"].value
+    assert text.startswith(prefix) and text.endswith(")")
+    shown = base64.b64decode(text[len(prefix) : -1])
+    assert shown == embeddable_png((report / path).read_bytes())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dagster as dg
 import pandas as pd
-import pytest
 
 from deepecg_assets.assets.transfer import NO_CHECKPOINTS, matrix_frame
 from deepecg_assets.definitions import defs
@@ -41,15 +40,10 @@ def test_bundled_corpus_keeps_one_encoder_per_model_and_dataset() -> None:
         assert all(path.parent.name.endswith("seed0") for path in by_dataset.values())
 
 
-@pytest.fixture
-def bundled_platform(platform, monkeypatch):
-    monkeypatch.delenv("DEEPECG_RUNS")  # unset: the bundled example corpus
-    return platform
-
-
-def test_transfer_matrix_on_the_bundled_corpus(bundled_platform) -> None:
-    result = run(bundled_platform, TRANSFER)
-    frames = bundled_platform.output / "frames"
+def test_transfer_matrix_on_the_bundled_corpus(bundled_transfer_build) -> None:
+    # One build of the transfer assets on the bundled corpus (tests/conftest.py).
+    result, output = bundled_transfer_build.result, bundled_transfer_build.output
+    frames = output / "frames"
     cells = frame_from_csv((frames / "transfer_matrix.csv").read_text())
     assert set(cells["model_name"]) == {"simple-cnn", "resnet1d", "se-resnet"}
     for architecture, block in cells.groupby("model_name"):
@@ -63,18 +57,30 @@ def test_transfer_matrix_on_the_bundled_corpus(bundled_platform) -> None:
                 architecture,
                 target,
             )
-    table = (bundled_platform.output / "tables" / "transfer_matrix.tex").read_text()
+    table = (output / "tables" / "transfer_matrix.tex").read_text()
     assert table.count(r"\begin{table}") == 3 and "Untrained encoder" in table
     ok, reason = compile_table(table)
     assert ok, reason
     for architecture in ("simple-cnn", "resnet1d", "se-resnet"):
-        figure = bundled_platform.output / "tables" / f"transfer_matrix_{architecture}.png"
+        figure = output / "tables" / f"transfer_matrix_{architecture}.png"
         assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     checks = {
         e.event_specific_data.check_name: e.event_specific_data
         for e in result.all_events
         if e.event_type_value == "ASSET_CHECK_EVALUATION"
     }
+    (shown,) = [
+        e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+        if e.asset_key == dg.AssetKey("transfer_table")
+    ]
+    heat_map = "![transfer heat map of resnet1d](data:image/png;base64,"
+    assert shown["figure"].value.startswith(heat_map)
+    for architecture in ("simple-cnn", "resnet1d", "se-resnet"):
+        stem = f"transfer_matrix.{architecture}"
+        picture = f"![transfer table of {architecture} ({stem}.tex)](data:image/png;base64,"
+        assert shown[f"image_{stem}"].value.startswith(picture)
+        assert (output / "tables" / f"{stem}.png").is_file()
     assert checks["transfer_matrix_tex_compiles"].passed
     assert checks["transfer_matrix_tex_compiles"].metadata["checked"].value is True
 

@@ -1,0 +1,127 @@
+"""Pictures in asset metadata: a table as typeset, a figure as drawn, shown by the Dagster UI.
+
+A researcher checks a table faster from its picture than from its LaTeX
+source, so every table asset renders each table it writes to a PNG next to
+the ``.tex`` (:func:`deepecgkit.analysis.table_images.render_table_png`) and
+every figure asset shows its figure. The UI renders a markdown metadata value
+with its images, and a ``data:`` URI keeps the picture inside the event log:
+the webserver need not see the output folder, and an old materialisation
+keeps showing the table it wrote, not today's file. A picture above
+:data:`MAX_EMBEDDED_BYTES` is shrunk for the metadata only (the file keeps its
+resolution), so an event stays small in the instance's storage.
+
+A table that cannot be rendered (no pdflatex or pdftoppm, or LaTeX rejects
+it) never fails its asset: the metadata says why there is no picture, and
+the picture of an earlier build is removed so it cannot pass for this one.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping
+from pathlib import Path
+
+import dagster as dg
+from PIL import Image
+
+from deepecgkit.analysis._io import atomic_write_bytes, remove_file
+from deepecgkit.analysis.table_images import TableImageError, render_table_png
+
+#: Metadata key of a table's picture: ``image_<stem>``, the stem of its ``.tex``.
+IMAGE_PREFIX = "image_"
+#: Metadata key of a figure asset's picture.
+FIGURE_KEY = "figure"
+#: Largest PNG embedded in metadata; bigger ones are shrunk (about 130 kB of base64).
+MAX_EMBEDDED_BYTES = 100_000
+#: Each shrinking step scales both sides by this factor.
+_SHRINK_FACTOR = 0.8
+#: Below this width a picture is no longer legible; it is embedded as it is then.
+_MIN_EMBEDDED_WIDTH_PX = 320
+_PNG_SUFFIX = ".png"
+
+
+def embeddable_png(png: bytes, *, max_bytes: int = MAX_EMBEDDED_BYTES) -> bytes:
+    """``png`` itself when it has at most ``max_bytes``, else a copy scaled down until it does.
+
+    Scaling stops at :data:`_MIN_EMBEDDED_WIDTH_PX` pixels across, where text
+    would be unreadable; that copy is returned even if it is still larger.
+    """
+    if len(png) <= max_bytes:
+        return png
+    with Image.open(io.BytesIO(png)) as original:
+        picture = original.copy()
+    smaller = png
+    width, height = picture.size
+    while len(smaller) > max_bytes and width * _SHRINK_FACTOR >= _MIN_EMBEDDED_WIDTH_PX:
+        width, height = round(width * _SHRINK_FACTOR), max(1, round(height * _SHRINK_FACTOR))
+        buffer = io.BytesIO()
+        picture.resize((width, height), Image.Resampling.LANCZOS).save(
+            buffer, format="PNG", optimize=True
+        )
+        smaller = buffer.getvalue()
+    return smaller
+
+
+def png_markdown(png: bytes, alt: str) -> dg.MetadataValue:
+    """A markdown value showing ``png`` (shrunk by :func:`embeddable_png`) with ``alt`` text."""
+    encoded = base64.b64encode(embeddable_png(png)).decode("ascii")
+    return dg.MetadataValue.md(f"![{_plain(alt)}](data:image/png;base64,{encoded})")
+
+
+def no_picture(alt: str, reason: str) -> dg.MetadataValue:
+    """A markdown value saying that there is no picture of ``alt``, and why.
+
+    The first line of ``reason`` is the sentence; any further lines (LaTeX's
+    error lines) follow as a code block.
+    """
+    first, _, rest = reason.strip().partition("\n")
+    detail = f"\n\n```\n{rest}\n```" if rest.strip() else ""
+    return dg.MetadataValue.md(f"No picture of the {_plain(alt)}: {first}{detail}")
+
+
+def figure_metadata(path: Path | None, alt: str, reason: str = "") -> dict[str, dg.MetadataValue]:
+    """``{FIGURE_KEY: ...}``: the PNG at ``path``, or ``reason`` when there is none."""
+    if path is None:
+        return {FIGURE_KEY: no_picture(alt, reason)}
+    return {FIGURE_KEY: png_markdown(path.read_bytes(), alt)}
+
+
+def table_picture_metadata(
+    tables: Mapping[str, str], directory: Path, titles: Mapping[str, str]
+) -> dict[str, dg.MetadataValue]:
+    """Render each table to ``<directory>/<stem>.png``; one ``image_<stem>`` value each.
+
+    Args:
+        tables: LaTeX of one ``table`` environment per file stem.
+        directory: The folder of the tables (the PNG goes next to the ``.tex``).
+        titles: What each stem's table is, in words (``"flip table"``); the
+            picture's alt text is ``"<title> (<stem>.tex)"``.
+
+    Returns:
+        ``image_<stem>`` -> the picture, or the reason there is none (then
+        any earlier ``<stem>.png`` is removed).
+    """
+    metadata: dict[str, dg.MetadataValue] = {}
+    for stem in sorted(tables):
+        alt = f"{titles[stem]} ({stem}.tex)"
+        target = directory / picture_name(stem)
+        try:
+            png = render_table_png(tables[stem])
+        except (TableImageError, ValueError) as exc:
+            remove_file(target)
+            metadata[f"{IMAGE_PREFIX}{stem}"] = no_picture(alt, str(exc))
+            continue
+        atomic_write_bytes(target, png)
+        metadata[f"{IMAGE_PREFIX}{stem}"] = png_markdown(png, alt)
+    return metadata
+
+
+def picture_name(stem: str) -> str:
+    """File name of the picture of the table ``<stem>.tex``."""
+    return f"{stem}{_PNG_SUFFIX}"
+
+
+def _plain(text: str) -> str:
+    """``text`` safe inside markdown's ``[...]`` and on one line."""
+    return " ".join(text.replace("[", "(").replace("]", ")").split())
