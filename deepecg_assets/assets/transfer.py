@@ -85,7 +85,12 @@ def _transfer_rows(matrix) -> list[dict]:
 def transfer_matrix(
     context: dg.AssetExecutionContext, config: TransferConfig, discovered_runs: pd.DataFrame
 ) -> dg.Output[pd.DataFrame]:
-    """Probe score per (encoder source, probe target) for every architecture with checkpoints."""
+    """Probe score per (encoder source, probe target) for every architecture with checkpoints.
+
+    A linear probe on frozen encoders: how well features learned on one
+    dataset serve another (the random-init row is the floor). Look at:
+    failed_cells (cells without a score) and skipped.
+    """
     if config.metric not in PROBE_METRICS:
         raise dg.Failure(
             description=f"metric must be one of {', '.join(PROBE_METRICS)}, got {config.metric!r}"
@@ -175,7 +180,10 @@ def _inline_png(path: Path) -> str:
 def transfer_table(
     transfer_matrix: pd.DataFrame, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
-    """``transfer_matrix.tex`` (one table per architecture) and a heat-map figure of each."""
+    """``transfer_matrix.tex`` (one table per architecture) and a heat-map figure of each.
+
+    Look at: the inline heat map (figure) and the compile check.
+    """
     tables_dir = output_folder.tables_dir()
     if transfer_matrix.empty:
         # Files of an earlier matrix describe checkpoints that are gone.
