@@ -56,7 +56,7 @@ DEFAULT_DAGSTER_HOME = ".dagster_home"
 #: the user wrote is never touched.
 NEW_INSTANCE_YAML = "telemetry:\n  enabled: false\n"
 #: Steps that took at least this long get a progress line when they finish.
-LONG_STEP_SECONDS = 2.0
+LONG_STEP_SECONDS = 5.0
 #: Loggers whose progress records are shown.
 PROGRESS_LOGGERS = ("deepecgkit",)
 #: Seconds between two progress lines of one loop (its last line is always shown).

@@ -69,6 +69,8 @@ SET_ASIDE_LABELS: dict[str, str] = {
 CALIBRATION_METRIC = "ece"
 #: Digits of every score, p-value and q-value the summary prints.
 DIGITS = 3
+#: Values below this print in scientific notation (they would round to zero).
+SMALLEST_FIXED = 0.5 * 10.0**-DIGITS
 #: Reversals named one per line; the rest are counted.
 LISTED_REVERSALS = 5
 
@@ -286,8 +288,17 @@ def build_summary(
 
 
 def _number(value: float) -> str:
-    """A score, p- or q-value at :data:`DIGITS` decimals (``nan`` for a missing one)."""
-    return "nan" if not math.isfinite(value) else f"{value:.{DIGITS}f}"
+    """A score, p- or q-value at :data:`DIGITS` decimals (``nan`` for a missing one).
+
+    A positive value that would print as ``0.000`` is printed in scientific
+    notation with two significant digits instead (``2.1e-04``): a p-value
+    shown as zero claims more than the test can.
+    """
+    if not math.isfinite(value):
+        return "nan"
+    if 0 < abs(value) < SMALLEST_FIXED:
+        return f"{value:.1e}"
+    return f"{value:.{DIGITS}f}"
 
 
 def _counts(counts: Mapping[str, int], labels: Mapping[str, str] | None = None) -> str:

@@ -153,6 +153,13 @@ def test_format_summary_shows_each_number_once_in_few_lines() -> None:
     assert lines[-1] == "  tables  out/tables"
 
 
+def test_values_that_would_read_zero_are_printed_in_scientific_notation() -> None:
+    tiny = FLIPS.assign(p_reversal=0.00021)
+    text = format_summary(_summary(flip_grid=tiny))
+    assert "(p_reversal = 2.1e-04, q_reversal = 0.002)" in text
+    assert "0.000" not in text
+
+
 def test_format_summary_counts_reversals_beyond_the_listed_ones() -> None:
     many = pd.DataFrame(
         [

@@ -32,7 +32,7 @@ MODELS = ("logreg-features", "resnet1d")
 DATASETS = ("synthetic-irregular-rr", "synthetic-long-pr")
 SEEDS = range(1, 6)
 #: A number as the summary prints it: not part of a name such as ``seed1`` or ``synthetic-x1``.
-NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?![\w-])")
+NUMBER = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?:e-\d+)?(?![\w-])")
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,12 @@ def _summary_lines(built: Build) -> list[str]:
 def _line(lines: list[str], prefix: str) -> str:
     (line,) = [line for line in lines if line.startswith(prefix)]
     return line
+
+
+def _shown(value: object) -> str:
+    """Three decimals, or two significant digits where three decimals would read 0.000."""
+    number = float(value)
+    return f"{number:.1e}" if 0 < abs(number) < 0.0005 else f"{number:.3f}"
 
 
 def _numbers(text: str) -> list[str]:
@@ -170,7 +176,7 @@ def test_each_surviving_reversal_is_named_with_its_q_value(built: Build) -> None
         )
         assert line == (
             f"  {first} > {second} on {row.dataset_1}, {second} > {first} on {row.dataset_2}  "
-            f"(p_reversal = {float(row.p_reversal):.3f}, q_reversal = {float(row.q_reversal):.3f})"
+            f"(p_reversal = {_shown(row.p_reversal)}, q_reversal = {_shown(row.q_reversal)})"
         )
 
 
