@@ -1,4 +1,4 @@
-"""``python -m deepecg_assets.build``: build every asset once and say what was found.
+"""``deepecg-build`` (``python -m deepecg_assets.build``): build everything, say what was found.
 
 The README's first command (``scripts/run-demo``) ends here. It materialises
 the whole asset graph in this process, against the instance under
@@ -64,7 +64,7 @@ PROGRESS_INTERVAL_SECONDS = 5.0
 #: Exit statuses: a user error, a build with failed steps.
 EXIT_USER_ERROR = 2
 EXIT_BUILD_FAILED = 1
-#: Name the command gives itself in error lines.
+#: Name the command gives itself in error lines (its console script, see pyproject.toml).
 PROG = "deepecg-build"
 #: The frames the summary reads, by asset name.
 SUMMARY_FRAMES = ("discovered_runs", "reconciled_runs", "averaging_conflicts", "flip_grid")
