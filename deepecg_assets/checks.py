@@ -36,7 +36,14 @@ LISTED_ROWS = 20
 _WARN = dg.AssetCheckSeverity.WARN
 
 
-@dg.asset_check(asset="averaging_conflicts", description="No run was dropped for its averaging.")
+@dg.asset_check(
+    asset="averaging_conflicts",
+    description=(
+        "No run was dropped for its averaging mode. A failure means some runs of a "
+        "(dataset, model) cell were averaged differently (macro vs weighted ...) and the "
+        "minority was left out of every table: the cell rests on fewer seeds than were run."
+    ),
+)
 def no_dropped_averaging_minorities(averaging_conflicts: pd.DataFrame) -> dg.AssetCheckResult:
     dropped = int(averaging_conflicts["dropped_runs"].sum()) if len(averaging_conflicts) else 0
     return dg.AssetCheckResult(
@@ -71,7 +78,11 @@ def bimodal_cells(runs: pd.DataFrame, metric: str) -> list[dict[str, str]]:
 @dg.asset_check(
     asset="aggregates",
     additional_ins={"reconciled_runs": dg.AssetIn()},
-    description="No (dataset, model) cell converges on some seeds and collapses on others.",
+    description=(
+        "No (dataset, model) cell converges on some seeds and collapses on others. A failure "
+        "means a mean and interval in the results table average two regimes; the flip table "
+        "marks such rows bimodal instead of ranking them. Report the collapse rate."
+    ),
 )
 def no_bimodal_cells(
     aggregates: pd.DataFrame, reconciled_runs: pd.DataFrame, analysis: AnalysisSettings
@@ -87,7 +98,10 @@ def no_bimodal_cells(
 
 @dg.asset_check(
     asset="rank_distribution",
-    description="The configured metric, models and datasets leave something to rank.",
+    description=(
+        "The configured metric, models and datasets leave something to rank. A failure means "
+        "the rank, tau and flip tables are empty: the analysis selection matches no run."
+    ),
 )
 def selection_leaves_runs_to_rank(
     rank_distribution: pd.DataFrame, analysis: AnalysisSettings
@@ -111,7 +125,13 @@ def selection_leaves_runs_to_rank(
     )
 
 
-@dg.asset_check(asset="flip_grid", description="Every flip test could be computed.")
+@dg.asset_check(
+    asset="flip_grid",
+    description=(
+        "Every flip test could be computed. A failure means some rows of the flip table say "
+        "untestable (too few seeds or test groups): that model pair makes no claim there."
+    ),
+)
 def no_untestable_flips(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
     untestable = (
         flip_grid.loc[flip_grid["verdict"] == VERDICT_UNTESTABLE] if len(flip_grid) else flip_grid
@@ -138,7 +158,11 @@ def _flip_row_names(rows: pd.DataFrame) -> list[str]:
 
 @dg.asset_check(
     asset="flip_grid",
-    description="Every nominally supported reversal survives the false-discovery-rate adjustment.",
+    description=(
+        "Every nominally supported reversal survives the false-discovery-rate adjustment. A "
+        "failure means the flip table holds supported rows that are not significant after "
+        "FDR: do not claim them as reversals (see nominal_only)."
+    ),
 )
 def supported_flips_survive_fdr(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
     supported = (
@@ -167,7 +191,11 @@ def supported_flips_survive_fdr(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
 
 @dg.asset_check(
     asset="flip_grid",
-    description="Every flip test got the Nadeau-Bengio correction it asked for.",
+    description=(
+        "Every flip test got the Nadeau-Bengio correction it asked for. A failure means some "
+        "flip rows used the uncorrected standard error (split sizes unknown), which is too "
+        "narrow for overlapping training sets: their p-values are optimistic."
+    ),
 )
 def flips_nadeau_bengio_applied(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
     if len(flip_grid):
@@ -250,7 +278,10 @@ def _compile_check(paths: list) -> dg.AssetCheckResult:
 @dg.asset_check(
     asset="results_tables",
     additional_ins={"aggregates": dg.AssetIn()},
-    description="Every results table compiles with pdflatex in a minimal document.",
+    description=(
+        "Every results table compiles with pdflatex in a minimal document. A failure means "
+        "\\input of that table would break the paper's build."
+    ),
 )
 def results_tables_compile(
     aggregates: pd.DataFrame, output_folder: OutputFolderResource
@@ -264,7 +295,10 @@ def _single_table_check(asset: str, stem: str) -> dg.AssetChecksDefinition:
     @dg.asset_check(
         asset=asset,
         name=f"{stem}_tex_compiles",
-        description=f"{stem}.tex compiles with pdflatex in a minimal document.",
+        description=(
+            f"{stem}.tex compiles with pdflatex in a minimal document. A failure means "
+            "\\input of this table would break the paper's build."
+        ),
     )
     def _check(output_folder: OutputFolderResource) -> dg.AssetCheckResult:
         return _compile_check(table_paths(output_folder, [stem]))
@@ -280,7 +314,10 @@ flip_table_compiles = _single_table_check("flip_table", FLIP_TABLE_STEM)
 @dg.asset_check(
     asset="transfer_table",
     name="transfer_matrix_tex_compiles",
-    description="transfer_matrix.tex compiles with pdflatex (when there are checkpoints).",
+    description=(
+        "transfer_matrix.tex compiles with pdflatex (when there are checkpoints). A failure "
+        "means \\input of the transfer table would break the paper's build."
+    ),
 )
 def transfer_table_compiles(output_folder: OutputFolderResource) -> dg.AssetCheckResult:
     paths = table_paths(output_folder, [TRANSFER_TABLE_STEM])
@@ -295,7 +332,10 @@ def transfer_table_compiles(output_folder: OutputFolderResource) -> dg.AssetChec
 
 @dg.asset_check(
     asset="transfer_matrix",
-    description="Every transfer cell has a score (an unreadable checkpoint empties its row).",
+    description=(
+        "Every transfer cell has a score. A failure means the transfer table prints an empty "
+        "cell (an unreadable checkpoint empties its row); see notes for the reason."
+    ),
 )
 def every_transfer_cell_scored(transfer_matrix: pd.DataFrame) -> dg.AssetCheckResult:
     failed = failed_cells(transfer_matrix)

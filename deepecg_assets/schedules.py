@@ -10,7 +10,10 @@ nightly_refresh = dg.ScheduleDefinition(
     cron_schedule=NIGHTLY_CRON,
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Rebuilds every asset once a day.",
+    description=(
+        "Rebuilds every asset at 03:00 each day, whatever new_runs_sensor saw: a safety net "
+        "for changes the sensor cannot see (a new library version, an edited setting)."
+    ),
 )
 
 #: Evaluates the eager automation conditions of the downstream assets.
@@ -18,5 +21,8 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     "deepecg_automation_sensor",
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Materialises downstream assets as soon as their inputs change (eager).",
+    description=(
+        "Watches every asset's upstream materialisations and materialises the downstream "
+        "assets (frames, tables, report) as soon as an input changes (eager automation)."
+    ),
 )

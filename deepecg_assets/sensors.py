@@ -31,7 +31,12 @@ SENSOR_INTERVAL_SECONDS = 60
     target=REFRESH_SELECTION,
     minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Refreshes discovered_runs and everything downstream when run directories change.",
+    description=(
+        "Watches the run roots ($DEEPECG_RUNS) every minute: the path, modification time and "
+        "size of every run's metrics file. When a run directory is added, changed or removed "
+        "it refreshes discovered_runs and everything downstream; a half-written run is "
+        "counted as pending and picked up once readable."
+    ),
 )
 def new_runs_sensor(
     context: dg.SensorEvaluationContext,

@@ -55,21 +55,33 @@ def _json_value(value: Any) -> Any:
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def aggregates(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
-    """Per dataset, model and metric: mean, SD and Student-t interval across seeds."""
+    """Per dataset, model and metric: mean, SD and Student-t interval across seeds.
+
+    What the results tables print. Look at: n (seeds per cell) and the
+    interval widths; a cell of few seeds has a wide interval, not a wrong one.
+    """
     analysis.checked()
     return aggregate_runs(reconciled_runs, analysis.confidence_level)
 
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def rank_distribution(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
-    """Per dataset and model: how often each rank was attained over the seeds."""
+    """Per dataset and model: how often each rank was attained over the seeds.
+
+    Look at: mode_fraction and top1_fraction; a model that is "best" on only
+    half its seeds does not hold rank 1.
+    """
     analysis.check_selection(reconciled_runs)
     return rank_distribution_frame(restricted(reconciled_runs, analysis), analysis.metric)
 
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def tau_summary(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
-    """Per dataset: Kendall tau-b between seed rankings (jackknife interval) and Kendall's W."""
+    """Per dataset: Kendall tau-b between seed rankings (jackknife interval) and Kendall's W.
+
+    How stable the ranking is across seeds. Look at: tau_mean with its
+    interval and p_kendall_w; a low tau means the seeds disagree on the order.
+    """
     analysis.check_selection(reconciled_runs)
     return tau_summary_frame(
         restricted(reconciled_runs, analysis),
@@ -80,7 +92,12 @@ def tau_summary(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.Output:
-    """Every cross-dataset flip test, with its directional p-value and FDR-adjusted q-value."""
+    """Every cross-dataset flip test, with its directional p-value and FDR-adjusted q-value.
+
+    One row per (model pair, dataset pair): does A beat B on one dataset and B
+    beat A on the other, beyond seed variance? Look at: the verdict counts in
+    the metadata, and the rows with survives_fdr (the reversals a paper may claim).
+    """
     analysis.check_selection(reconciled_runs)
     flips = all_flip_tests(
         reconciled_runs,
@@ -105,7 +122,11 @@ def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.O
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def rank_claims(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
-    """Verdicts for the configured "best on one dataset, worst on another" claims."""
+    """Verdicts for the configured "best on one dataset, worst on another" claims.
+
+    Empty unless ``analysis.claims`` names some. Look at: verdict and
+    p_claim_directional of each claim.
+    """
     analysis.check_selection(reconciled_runs)
     rows = []
     for claim in analysis.claims:

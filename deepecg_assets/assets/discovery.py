@@ -122,7 +122,9 @@ def runs_health_check(diagnostics: dict[str, list[str]]) -> dg.AssetCheckResult:
             asset="discovered_runs",
             description=(
                 "Every run directory is readable, finished with returncode 0, and had "
-                "nothing set aside."
+                "nothing set aside. A failure means the paper's tables are computed "
+                "without the runs listed here (or without some of their values): fix or "
+                "delete them, or state the exclusion in the paper."
             ),
         )
     ],
@@ -133,7 +135,13 @@ def discovered_runs(
     output_folder: OutputFolderResource,
     analysis: AnalysisSettings,
 ):
-    """One row per usable run under the configured roots; unusable runs listed with reasons."""
+    """One row per usable run under the run roots; every run set aside is listed with its reason.
+
+    Look at: the ``*_count`` metadata (unreadable, no_seed, duplicate, failed,
+    suspect) and the ``diagnostics`` lists, which name each run left out and
+    why; the check ``no_unreadable_or_failed_runs`` turns yellow when any is
+    non-empty.
+    """
     analysis.checked()
     try:
         roots = run_roots.checked_roots()
@@ -177,19 +185,31 @@ def discovered_runs(
 
 @dg.asset(group_name=DISCOVERY_GROUP, automation_condition=EAGER, kinds={"pandas", "csv"})
 def run_metrics(discovered_runs: pd.DataFrame) -> pd.DataFrame:
-    """The long frame: one row per run and metric."""
+    """The long frame every statistic reads: one row per run and metric.
+
+    Look at: the row count (runs x metrics) and the preview, to see which
+    metrics the runs report before choosing ``analysis.metric``.
+    """
     return runs_to_frame(frame_to_records(discovered_runs))
 
 
 @dg.multi_asset(
     outs={
         "reconciled_runs": dg.AssetOut(
-            description="The long frame after dropping minority averaging modes.",
+            description=(
+                "The long frame after dropping minority averaging modes: what every "
+                "aggregate, rank and flip test is computed from. Look at: runs (how many "
+                "went into the statistics)."
+            ),
             automation_condition=EAGER,
             kinds={"pandas", "csv"},
         ),
         "averaging_conflicts": dg.AssetOut(
-            description="What reconciliation dropped: one row per (dataset, model) conflict.",
+            description=(
+                "What reconciliation dropped: one row per (dataset, model) cell whose runs "
+                "mixed averaging modes (macro vs weighted ...), with the kept mode and the "
+                "runs dropped. Look at: dropped_runs; empty is the healthy state."
+            ),
             automation_condition=EAGER,
             kinds={"pandas", "csv"},
         ),

@@ -70,7 +70,13 @@ def statistical_report(
     output_folder: OutputFolderResource,
     analysis: AnalysisSettings,
 ) -> dg.MaterializeResult:
-    """The report of comparisons.md over runs that kept predictions, with every exclusion."""
+    """Group-bootstrap intervals, calibration and reliability diagrams from stored predictions.
+
+    The report of ``deepecg report`` over the runs that kept predictions,
+    written to ``<output>/report`` (CSV tables, ``figures/``, ``manifest.json``).
+    Look at: included_runs and exclusion_reasons (runs the report could not
+    use, and why), and run_summary (per-run intervals, ECE among them).
+    """
     try:
         roots = run_roots.checked_roots()
     except RunRootError as exc:

@@ -80,7 +80,11 @@ def table_paths(output_folder: OutputFolderResource, stems: list[str]) -> list[P
 def results_tables(
     aggregates: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
-    """One results table (means and Student-t intervals) per dataset."""
+    """One booktabs results table per dataset: means and Student-t intervals over seeds.
+
+    Files ``results_<dataset>.tex`` under ``<output>/tables``. Look at: the
+    preview, and the check ``results_tables_compile`` (green: ready for a paper).
+    """
     datasets = sorted(aggregates["dataset"].astype(str).unique()) if len(aggregates) else []
     stems = results_table_stems(datasets)
     tables = {
@@ -126,7 +130,10 @@ def rank_table(
     analysis: AnalysisSettings,
     output_folder: OutputFolderResource,
 ) -> dg.MaterializeResult:
-    """``rank_distribution.tex``: rank counts over seeds, with Kendall tau notes."""
+    """``rank_distribution.tex``: how often each model attained each rank over seeds.
+
+    With Kendall tau notes under the table. Look at: the preview and its compile check.
+    """
     analysis.checked()
     tables = {
         RANK_TABLE_STEM: rank_distribution_table(
@@ -144,7 +151,10 @@ def rank_table(
 def tau_table(
     tau_summary: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
-    """``kendall_tau.tex``: the supplementary Kendall tau table."""
+    """``kendall_tau.tex``: the supplementary table of ranking stability across seeds.
+
+    Look at: the preview and its compile check.
+    """
     tables = {
         TAU_TABLE_STEM: kendall_tau_table(tau_summary, confidence_level=analysis.confidence_level)
     }
@@ -156,7 +166,11 @@ def tau_table(
 def flip_table(
     flip_grid: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
-    """``flip_survival.tex``: which cross-dataset reversals survive seed variance."""
+    """``flip_survival.tex``: which cross-dataset reversals survive seed variance and FDR.
+
+    The table a paper cites for "A beats B here, B beats A there". Look at:
+    the preview (verdict and q_reversal per row) and its compile check.
+    """
     analysis.checked()
     tables = {
         FLIP_TABLE_STEM: flip_survival_table(

@@ -85,7 +85,12 @@ def _transfer_rows(matrix) -> list[dict]:
 def transfer_matrix(
     context: dg.AssetExecutionContext, config: TransferConfig, discovered_runs: pd.DataFrame
 ) -> dg.Output[pd.DataFrame]:
-    """Probe score per (encoder source, probe target) for every architecture with checkpoints."""
+    """Probe score per (encoder source, probe target) for every architecture with checkpoints.
+
+    A linear probe on frozen encoders: how well features learned on one
+    dataset serve another (the random-init row is the floor). Look at:
+    failed_cells (cells without a score) and skipped.
+    """
     if config.metric not in PROBE_METRICS:
         raise dg.Failure(
             description=f"metric must be one of {', '.join(PROBE_METRICS)}, got {config.metric!r}"
@@ -176,6 +181,9 @@ def transfer_table(
     ``transfer_matrix.<architecture>.png`` (a stem never holds a dot, so the
     name cannot be a heat map's); the metadata shows those pictures and the
     first architecture's heat map (``figure``).
+
+    Look at: the inline heat map (``figure``), the per-architecture pictures
+    and the compile check.
     """
     tables_dir = output_folder.tables_dir()
     if transfer_matrix.empty:

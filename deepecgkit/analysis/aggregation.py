@@ -66,6 +66,7 @@ from deepecgkit.analysis.constants import (
     SINGLE_LABEL_METRICS,
     SPLIT_INFO_FILENAME,
 )
+from deepecgkit.analysis.progress import logged_progress
 from deepecgkit.analysis.statistics import _check_confidence_level, _t_quantile
 
 __all__ = [
@@ -89,6 +90,8 @@ logger = logging.getLogger(__name__)
 #: usable runs from which something was set aside (an out-of-range value, a
 #: repeated column, an unusable split size, an unreadable metadata file).
 DIAGNOSTIC_KEYS = ("unreadable", "no_seed", "duplicate", "failed", "suspect")
+#: Corpora of fewer run directories are read without progress records (well under a second).
+PROGRESS_MIN_RUNS = 500
 
 #: Columns of the long runs frame, in order.
 RUN_FRAME_COLUMNS = (
@@ -765,7 +768,13 @@ def discover_runs(
     records: list[RunRecord] = []
     candidates, problems = find_run_candidates(roots, recursive=recursive)
     diagnostics["unreadable"] += [problem.entry() for problem in problems]
-    for run_dir in candidates:
+    for run_dir in logged_progress(
+        candidates,
+        total=len(candidates),
+        what="run directories read",
+        logger=logger,
+        min_total=PROGRESS_MIN_RUNS,
+    ):
         record = _read_with(read, run_dir)
         if isinstance(record, UnreadableRun):
             diagnostics["unreadable"].append(record.entry())

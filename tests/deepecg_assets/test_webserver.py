@@ -1,10 +1,13 @@
-"""The Dagster UI in a real browser: the asset graph renders every asset.
+"""The Dagster UI in a real browser: the asset graph, a check's diagnostics, a table's image.
 
-Materialises the bundled example corpus into a throw-away instance, serves
-``workspace.yaml`` with ``dagster-webserver`` on a free loopback port, and
-opens the global asset graph in Debian's Chromium through Playwright. The
-launching and browsing code lives in ``scripts/asset_graph_browser.py``,
-shared with ``scripts/screenshot_asset_graph.py`` (which makes the README's
+Materialises a copy of the bundled example corpus, with one unreadable run
+added, into a throw-away instance, serves ``workspace.yaml`` with
+``dagster-webserver`` on a free loopback port, and opens the global asset
+graph in Debian's Chromium through Playwright; then the page of
+``discovered_runs``' check, whose diagnostics must name the unreadable run,
+and the metadata panel of ``flip_table``. The launching and graph-browsing
+code lives in ``scripts/asset_graph_browser.py``, shared with
+``scripts/screenshot_asset_graph.py`` (which makes the README's
 ``docs/asset-graph.png``), so the README shows what this test checked.
 
 Needs ``/usr/bin/chromium`` (Debian package ``chromium``); marked slow
@@ -15,6 +18,7 @@ one page).
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import socket
 import struct
 import sys
@@ -27,7 +31,9 @@ from types import ModuleType
 import pytest
 from matplotlib import image as mpimg
 
+from deepecg_assets.assets.discovery import RUNS_HEALTH_CHECK
 from deepecg_assets.definitions import defs
+from deepecg_assets.resources import BUNDLED_CORPUS
 from deepecgkit.analysis._io import atomic_write_bytes
 
 pytestmark = pytest.mark.slow
@@ -37,6 +43,18 @@ _HELPER_PATH = Path(__file__).resolve().parents[2] / "scripts" / "asset_graph_br
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: Status line a node shows once the UI has read its materialisation.
 _MATERIALIZED = "Materialized"
+#: The run directory added to the corpus copy, with a metrics file discovery cannot read.
+_UNREADABLE_RUN = "unreadable-run_seed0"
+#: Link the UI shows for a JSON or Markdown metadata value; it opens a dialog.
+_SHOW_JSON, _SHOW_MARKDOWN = "[Show JSON]", "[Show Markdown]"
+#: JavaScript predicate: every <img> of an element finished loading (or failed to).
+_IMAGES_LOADED_SCRIPT = (
+    "(element) => Array.from(element.querySelectorAll('img')).every((img) => img.complete)"
+)
+#: JavaScript: every <img> of an element that the browser decoded, with its size.
+_DECODED_IMAGES_SCRIPT = """(element) => Array.from(element.querySelectorAll('img'))
+    .filter((img) => img.complete && img.naturalWidth > 0)
+    .map((img) => [img.naturalWidth, img.naturalHeight])"""
 
 
 def _load_helper() -> ModuleType:
@@ -63,20 +81,95 @@ def _expected_names() -> list[str]:
 
 
 @dataclass(frozen=True)
+class AssetPages:
+    """What the browser read on the pages of one check and one asset.
+
+    Attributes:
+        check_text: the text of ``discovered_runs``' Checks tab, the check opened.
+        unreadable_json: the dialog of the check's ``unreadable`` metadata.
+        flip_table_images: (width, height) of each decoded <img> in the
+            Markdown dialogs of ``flip_table``'s metadata panel.
+    """
+
+    check_text: str
+    unreadable_json: str
+    flip_table_images: list[tuple[int, int]]
+
+
+@dataclass(frozen=True)
 class ServedGraph:
     """One materialise-serve-browse cycle, shared by the tests of this module."""
 
     capture: browser.GraphCapture
+    pages: AssetPages
     server: browser.RunningWebserver
     log_path: Path
+
+
+def _dialog_of(page, row_label: str, link: str):
+    """Open the dialog behind ``link`` in the metadata row labelled ``row_label``."""
+    row = page.locator("tr").filter(has=page.get_by_text(row_label, exact=True))
+    row.get_by_text(link).first.click()
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for()
+    return dialog
+
+
+def _close(page, dialog) -> None:
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="hidden")
+
+
+def browse_asset_pages(base_url: str) -> AssetPages:
+    """Open ``discovered_runs``' check and ``flip_table``'s metadata in Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(browser.CHROMIUM_EXECUTABLE), args=list(browser.CHROMIUM_ARGS)
+        )
+        try:
+            page = chromium.new_page(
+                viewport={"width": browser.VIEWPORT_WIDTH, "height": browser.VIEWPORT_HEIGHT}
+            )
+            page.set_default_timeout(browser.GRAPH_RENDER_TIMEOUT_S * 1000)
+            page.goto(f"{base_url}/assets/discovered_runs?view=checks")
+            page.get_by_text(RUNS_HEALTH_CHECK).first.click()
+            page.get_by_text("Latest execution").wait_for()
+            check_text = page.locator("body").inner_text()
+            dialog = _dialog_of(page, "unreadable", _SHOW_JSON)
+            unreadable_json = dialog.inner_text()
+            _close(page, dialog)
+
+            page.goto(f"{base_url}/assets/flip_table?view=overview")
+            page.get_by_text("Latest materialization").wait_for()
+            rows = page.locator("tr").filter(has=page.get_by_text(_SHOW_MARKDOWN))
+            rows.first.wait_for()
+            labels = [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())]
+            images: list[tuple[int, int]] = []
+            for label in labels:
+                dialog = _dialog_of(page, label.strip(), _SHOW_MARKDOWN)
+                if dialog.locator("img").count():
+                    page.wait_for_function(_IMAGES_LOADED_SCRIPT, arg=dialog.element_handle())
+                images += [tuple(size) for size in dialog.evaluate(_DECODED_IMAGES_SCRIPT)]
+                _close(page, dialog)
+            return AssetPages(check_text, unreadable_json, images)
+        finally:
+            chromium.close()
 
 
 @pytest.fixture(scope="module")
 def served_graph(tmp_path_factory: pytest.TempPathFactory) -> ServedGraph:
     root = tmp_path_factory.mktemp("webserver")
+    runs = root / "runs"
+    shutil.copytree(BUNDLED_CORPUS, runs)
+    unreadable = runs / _UNREADABLE_RUN
+    unreadable.mkdir()
+    (unreadable / "classification_metrics.csv").write_text("model,dataset\n", encoding="utf-8")
     home = root / "dagster_home"
     browser.write_instance_config(home)
     environment = browser.platform_environment(home, root / "output")
+    environment["DEEPECG_RUNS"] = str(runs)
     # Only the contract's assets: the optional transfer and report assets add a
     # minute on the bundled corpus, and leaving them unbuilt lets the test see
     # that the UI tells built from unbuilt nodes.
@@ -88,7 +181,8 @@ def served_graph(tmp_path_factory: pytest.TempPathFactory) -> ServedGraph:
             asset_names=_expected_names(),
             materialized_names=browser.ASSET_KEYS,
         )
-    return ServedGraph(capture=capture, server=server, log_path=log_path)
+        pages = browse_asset_pages(server.base_url)
+    return ServedGraph(capture=capture, pages=pages, server=server, log_path=log_path)
 
 
 def _graph_lines(capture: browser.GraphCapture) -> list[str]:
@@ -138,6 +232,23 @@ def test_screenshot_is_a_png_of_the_window(served_graph: ServedGraph, tmp_path: 
     pixels = mpimg.imread(path)
     assert pixels.shape[:2] == (browser.VIEWPORT_HEIGHT, browser.VIEWPORT_WIDTH)
     assert pixels.std() > 0, "the screenshot is a single flat colour"
+
+
+def test_discovered_runs_check_shows_its_diagnostics(served_graph: ServedGraph) -> None:
+    """The check's page says what failed and why, and its JSON names the unreadable run."""
+    pages = served_graph.pages
+    assert "1 unreadable and 0 failed run director(y/ies)" in pages.check_text
+    assert "A failure means the paper's tables are computed without" in pages.check_text
+    assert f"{_UNREADABLE_RUN} (classification_metrics.csv has no data row)" in (
+        pages.unreadable_json
+    )
+
+
+def test_flip_table_metadata_shows_its_rendered_image(served_graph: ServedGraph) -> None:
+    """A Markdown metadata value of flip_table holds an <img> the browser decoded."""
+    images = served_graph.pages.flip_table_images
+    assert images, "no decoded <img> in any Markdown dialog of flip_table's metadata"
+    assert all(width > 1 and height > 1 for width, height in images)
 
 
 def _live_group_members(group: int) -> list[str]:

@@ -72,6 +72,7 @@ from deepecgkit.analysis.constants import (
     PROBABILITY_SUM_TOLERANCE,
     REPORT_BINS,
 )
+from deepecgkit.analysis.progress import logged_progress
 from deepecgkit.analysis.statistics import holm_adjust
 
 __all__ = ["OUTPUT_FILES", "ReportResult", "statistical_report"]
@@ -346,7 +347,9 @@ def _write_figures(
 
     entries: list[dict[str, str]] = []
     paths: list[Path] = []
-    for run in included:
+    for run in logged_progress(
+        included, total=len(included), what="reliability diagrams drawn", logger=logger
+    ):
         score = scores[run.run_id]
         rows = reliability[
             (reliability["run_id"] == run.run_id) & (reliability["curve"] == score.figure_curve)
@@ -452,7 +455,12 @@ def statistical_report(
             f"(models found: {', '.join(known) or 'none'})"
         )
     included = [run for run in runs if not run.excluded]
-    scores = {run.run_id: score_run(run, settings) for run in included}
+    scores = {
+        run.run_id: score_run(run, settings)
+        for run in logged_progress(
+            included, total=len(included), what="runs bootstrapped", logger=logger
+        )
+    }
     if reference is not None:
         paired_rows, mcnemar_rows, rejected = _comparisons(included, reference, settings)
     else:
