@@ -46,14 +46,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from deepecgkit.analysis.aggregation import discover_runs, reconcile_averaging, runs_to_frame
-from deepecgkit.analysis.constants import (
-    METADATA_FILENAME,
-    METRICS_FILENAME,
-    SPLIT_INFO_FILENAME,
-)
+from deepecgkit.analysis.aggregation import reconcile_averaging
 from deepecgkit.analysis.ranking import all_flip_tests, flip_test
-from deepecgkit.analysis.synthetic import (
+from deepecgkit.rundir.format import METADATA_FILENAME, METRICS_FILENAME, SPLIT_INFO_FILENAME
+from deepecgkit.rundir.read import discover_runs
+from deepecgkit.rundir.records import runs_to_frame
+from deepecgkit.rundir.synthetic import (
     Collapse,
     CorpusSpec,
     MixedAveraging,

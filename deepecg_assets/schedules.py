@@ -2,6 +2,8 @@
 
 import dagster as dg
 
+from deepecgkit._compat import moved_names
+
 #: 03:00 every day, when no one is waiting for a table.
 NIGHTLY_CRON = "0 3 * * *"
 
@@ -13,10 +15,7 @@ nightly_refresh = dg.ScheduleDefinition(
     description="Rebuilds every asset once a day.",
 )
 
-#: Evaluates the eager automation conditions of the downstream assets.
-automation_sensor = dg.AutomationConditionSensorDefinition(
-    "deepecg_automation_sensor",
-    target=dg.AssetSelection.all(),
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Materialises downstream assets as soon as their inputs change (eager).",
-)
+
+#: Names that moved (old import paths, one release).
+__moved__ = {"automation_sensor": "deepecg_assets.sensors"}
+__getattr__ = moved_names(__name__, __moved__)

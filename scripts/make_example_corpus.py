@@ -169,13 +169,10 @@ def train_corpus(
 
 def corpus_frames(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The reconciled runs, their aggregates and the flip grid, as the platform computes them."""
-    from deepecgkit.analysis.aggregation import (
-        aggregate_runs,
-        discover_runs,
-        reconcile_averaging,
-        runs_to_frame,
-    )
+    from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
     from deepecgkit.analysis.ranking import all_flip_tests
+    from deepecgkit.rundir.read import discover_runs
+    from deepecgkit.rundir.records import runs_to_frame
 
     records, _ = discover_runs([root], recursive=True)
     reconciled, _ = reconcile_averaging(runs_to_frame(records))

@@ -4,7 +4,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from deepecg_assets.assets.discovery import EAGER
+from deepecg_assets.assets.analysis import restricted
 from deepecg_assets.io_managers import markdown_preview
 from deepecg_assets.resources import (
     AnalysisSettings,
@@ -12,9 +12,11 @@ from deepecg_assets.resources import (
     RunRootError,
     RunRootsResource,
 )
-from deepecgkit.analysis.compare import ComparisonError, statistical_report as build_report
-from deepecgkit.analysis.compare.report import MAX_REPORT_BINS
+from deepecg_assets.sensors import EAGER
+from deepecgkit.analysis.compare.errors import ComparisonError
 from deepecgkit.analysis.constants import DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_RESAMPLES, REPORT_BINS
+from deepecgkit.statistical_report import statistical_report as build_report
+from deepecgkit.statistical_report.report import MAX_REPORT_BINS
 
 REPORT_GROUP = "report"
 #: Folder of the report under the output folder.
@@ -38,26 +40,34 @@ class ReportConfig(dg.Config):
 
 @dg.asset(
     group_name=REPORT_GROUP,
-    deps=["discovered_runs"],
     automation_condition=EAGER,
     kinds={"python", "csv", "pdf"},
 )
 def statistical_report(
     config: ReportConfig,
+    discovered_runs: pd.DataFrame,
     run_roots: RunRootsResource,
     output_folder: OutputFolderResource,
     analysis: AnalysisSettings,
 ) -> dg.MaterializeResult:
-    """The report of comparisons.md over runs that kept predictions, with every exclusion."""
+    """The group-bootstrap report of the discovered runs that kept predictions, with exclusions.
+
+    Reports exactly the runs of ``discovered_runs`` (its roots, depth,
+    duplicate, legacy and failed-run settings) restricted to the ``analysis``
+    models and datasets; the roots only name the runs.
+    """
+    analysis.checked()
     try:
         roots = run_roots.checked_roots()
     except RunRootError as exc:
         raise dg.Failure(description=str(exc)) from None
+    runs = restricted(discovered_runs, analysis)
     out_dir = output_folder.root() / REPORT_FOLDER
     try:
         result = build_report(
             roots,
             out_dir,
+            run_dirs=list(runs["run_dir"]) if len(runs) else [],
             bins=config.bins,
             n_resamples=config.n_resamples,
             confidence_level=analysis.confidence_level,

@@ -30,9 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from deepecgkit.analysis._int_columns import exact_int_series
 from deepecgkit.analysis.constants import (
-    AVERAGING_UNKNOWN,
     CORRECTION_UNAVAILABLE,
     NADEAU_BENGIO,
     NO_CORRECTION,
@@ -52,6 +50,8 @@ from deepecgkit.analysis.statistics import (
     is_bimodal,
     reversal_p_value,
 )
+from deepecgkit.rundir.format import AVERAGING_UNKNOWN
+from deepecgkit.rundir.int_columns import exact_int_series
 
 _SIZE_COLUMNS = ("n_train", "n_test", "n_test_groups")
 #: Distinct averaging strings representable in one uint64 bit mask.

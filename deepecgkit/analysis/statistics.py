@@ -50,12 +50,12 @@ from deepecgkit.analysis.constants import (
     FDR_METHOD_BH,
     FDR_METHOD_BY,
     FDR_METHODS,
-    METRIC_RANGES,
     MIN_COLLAPSE_GAP,
     NADEAU_BENGIO,
     NO_CORRECTION,
     ZERO_VARIANCE_TOL,
 )
+from deepecgkit.rundir.format import METRIC_RANGES
 
 __all__ = [
     "applied_correction",

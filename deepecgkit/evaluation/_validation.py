@@ -30,12 +30,12 @@ from deepecgkit.evaluation.constants import (
     DEFAULT_TEMPERATURE_BOUNDS,
     MULTICLASS_THRESHOLD,
     PROBABILITY_RANGE_TOLERANCE,
-    PROBABILITY_SUM_TOLERANCE,
     TASK_BINARY,
     TASK_MULTICLASS,
     TASK_MULTILABEL,
     TASKS,
 )
+from deepecgkit.rundir.format import PROBABILITY_SUM_TOLERANCE
 
 #: Arrays have samples along axis 0 and, at most, classes along axis 1.
 MATRIX_NDIM = 2

@@ -82,12 +82,12 @@ from deepecgkit.evaluation.constants import (
     CALIBRATION_METRIC_NAMES,
     DEBIAS_DRAWS,
     DEBIAS_SEED,
-    DEFAULT_CALIBRATION_BINS,
     MIN_MCE_BIN_COUNT,
     TASK_BINARY,
     TASK_MULTICLASS,
     TASK_MULTILABEL,
 )
+from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS
 
 __all__ = [
     "TASK_BINARY",

@@ -60,11 +60,11 @@ from deepecgkit.evaluation.constants import (
     BOUND_TOLERANCE,
     CALIBRATION_METRIC_NAMES,
     CALIBRATION_ROW_ORDER,
-    DEFAULT_CALIBRATION_BINS,
     DEFAULT_TEMPERATURE_BOUNDS,
     NEUTRAL_TEMPERATURE,
     TASK_MULTILABEL,
 )
+from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS
 
 __all__ = [
     "TemperatureScaler",

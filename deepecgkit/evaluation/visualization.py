@@ -64,12 +64,12 @@ from deepecgkit.evaluation.calibration import (  # noqa: E402
 from deepecgkit.evaluation.constants import (  # noqa: E402
     BINNING_QUANTILE,
     BINNING_UNIFORM,
-    DEFAULT_CALIBRATION_BINS,
     DEFAULT_PROBE_METRIC,
     FIGURE_DPI,
     TASK_BINARY,
 )
-from deepecgkit.evaluation.report import atomic_write_bytes  # noqa: E402
+from deepecgkit.io import atomic_write_bytes  # noqa: E402
+from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS  # noqa: E402
 
 __all__ = [
     "finalize_figure",

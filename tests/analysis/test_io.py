@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from deepecgkit.analysis import _io
+from deepecgkit import io as _io
 
 
 def test_write_text_creates_parents_and_writes_exact_bytes(tmp_path):

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from deepecgkit.analysis import ranking
-from deepecgkit.analysis.constants import LEGACY_SEED, MIN_TEST_GROUPS
+from deepecgkit.analysis.constants import MIN_TEST_GROUPS
 from deepecgkit.analysis.ranking import (
     all_flip_tests,
     evaluate_rank_claim,
@@ -34,6 +34,7 @@ from deepecgkit.analysis.ranking import (
     tau_summary,
 )
 from deepecgkit.analysis.statistics import is_bimodal, kendall_tau
+from deepecgkit.rundir.format import LEGACY_SEED
 
 #: Tolerances of the worked example: printed values, and between implementations.
 PRINTED = 1e-9

@@ -13,15 +13,9 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from deepecg_assets.assets.discovery import frame_to_records, records_to_frame
 from deepecg_assets.definitions import defs
 from deepecg_assets.io_managers import frame_from_csv, frame_to_csv
-from deepecgkit.analysis.aggregation import (
-    aggregate_runs,
-    discover_runs,
-    reconcile_averaging,
-    runs_to_frame,
-)
+from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
 from deepecgkit.analysis.latex import (
     flip_survival_table,
     rank_distribution_table,
@@ -34,7 +28,9 @@ from deepecgkit.analysis.ranking import (
     rank_distribution,
     tau_summary,
 )
-from deepecgkit.analysis.synthetic import write_run_directory
+from deepecgkit.rundir.read import discover_runs
+from deepecgkit.rundir.records import frame_to_records, records_to_frame, runs_to_frame
+from deepecgkit.rundir.write import write_run_directory
 
 CONTRACT_ASSETS = {
     "discovered_runs",

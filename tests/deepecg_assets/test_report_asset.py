@@ -10,7 +10,8 @@ import pytest
 
 from deepecg_assets.definitions import defs
 from deepecgkit.analysis.constants import REPORT_PAIRED_METRICS
-from deepecgkit.evaluation.report import write_failed_run_report, write_run_report
+from deepecgkit.evaluation.run_scoring import write_run_report
+from deepecgkit.rundir.write import write_failed_run_report
 
 N_SAMPLES, N_GROUPS = 120, 40
 

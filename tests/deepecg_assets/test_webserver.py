@@ -28,7 +28,7 @@ import pytest
 from matplotlib import image as mpimg
 
 from deepecg_assets.definitions import defs
-from deepecgkit.analysis._io import atomic_write_bytes
+from deepecgkit.io import atomic_write_bytes
 
 pytestmark = pytest.mark.slow
 

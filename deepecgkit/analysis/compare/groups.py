@@ -26,7 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from deepecgkit.analysis.compare.errors import ComparisonError
-from deepecgkit.analysis.constants import PROBABILITY_SUM_TOLERANCE
+from deepecgkit.rundir.format import PROBABILITY_SUM_TOLERANCE
 
 __all__ = ["GroupedData", "aggregate_groups", "by_label", "validate_predictions"]
 
