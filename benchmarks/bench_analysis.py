@@ -2,7 +2,7 @@
 
 Workload: a synthetic corpus of 50 models x 20 datasets x 100 seeds, i.e.
 100,000 run directories of three files each, written once by
-:func:`deepecgkit.analysis.synthetic.generate_corpus` (with one of each
+:func:`deepecgkit.rundir.synthetic.generate_corpus` (with one of each
 planted effect, so every code path runs) into ``--root`` or a temporary
 folder. ``--root`` is reused when it already holds a corpus of the requested
 size, so repeated runs skip the generation.

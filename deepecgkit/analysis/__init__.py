@@ -7,7 +7,7 @@ Runs are read through :mod:`deepecgkit.rundir`; the statistical report is
 re-export still resolve for one release, with a ``DeprecationWarning``.
 """
 
-from deepecgkit._compat import moved_names
+from deepecgkit._compat import moved_modules, moved_names
 from deepecgkit.analysis.aggregation import *  # noqa: F403
 from deepecgkit.analysis.compare import (  # noqa: F401 - re-exported
     MCNEMAR_CAVEAT,
@@ -106,3 +106,15 @@ __moved__ = {
     "statistical_report": "deepecgkit.statistical_report",
 }
 __getattr__ = moved_names(__name__, __moved__)
+
+#: Modules that moved out of the analysis package (old import paths, one release).
+__moved_modules__ = {
+    "_int_columns": "deepecgkit.rundir.int_columns",
+    "_io": "deepecgkit.io",
+    "checkpoints": "deepecgkit.rundir.read",
+    "predictions": "deepecgkit.rundir._predictions",
+    "report_cli": "deepecgkit.statistical_report.cli",
+    "run_cache": "deepecgkit.rundir.cache",
+    "synthetic": "deepecgkit.rundir.synthetic",
+}
+moved_modules(__name__, __moved_modules__)

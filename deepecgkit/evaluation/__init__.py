@@ -17,6 +17,8 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from deepecgkit._compat import moved_modules
+
 #: Submodules whose public names are re-exported, in lookup order. They are
 #: imported on first access to one of their names (PEP 562), so importing
 #: ``deepecgkit.evaluation.constants`` costs no scikit-learn import and the
@@ -37,6 +39,30 @@ _SUBMODULES = (
 #: :mod:`deepecgkit.rundir.write` and :mod:`~deepecgkit.evaluation.run_scoring`;
 #: ``representation``: now ``probe``, ``transfer`` and ``embedding``).
 _MOVED_SUBMODULES = ("report", "representation")
+_WRITE = "deepecgkit.rundir.write"
+_PROBE = "deepecgkit.evaluation.probe"
+_TRANSFER = "deepecgkit.evaluation.transfer"
+#: Where each name of the moved submodules lives now (old import paths, one release).
+__moved_modules__ = {
+    "report": {
+        "atomic_write_bytes": "deepecgkit.io",
+        "atomic_write_text": "deepecgkit.io",
+        "params_fingerprint": _WRITE,
+        "write_failed_run_report": _WRITE,
+        "write_run_report": "deepecgkit.evaluation.run_scoring",
+    },
+    "representation": {
+        "ProbeResult": _PROBE,
+        "TransferMatrix": _TRANSFER,
+        "build_probe": _PROBE,
+        "cross_dataset_transfer": _TRANSFER,
+        "embed_2d": "deepecgkit.evaluation.embedding",
+        "linear_probe": _PROBE,
+        "probe_encoder": _PROBE,
+        "protocol_data_module": _TRANSFER,
+    },
+}
+moved_modules(__name__, __moved_modules__)
 
 
 def _submodule(name: str) -> ModuleType:

@@ -26,8 +26,8 @@ from deepecgkit.rundir.format import (
     SINGLE_LABEL_COLUMNS,
     SINGLE_LABEL_METRICS,
 )
-from deepecgkit.rundir.write import params_fingerprint, write_failed_run_report
 from deepecgkit.rundir.read import discover_runs, read_run_metrics
+from deepecgkit.rundir.write import params_fingerprint, write_failed_run_report
 
 RUN_FILES = (
     "predictions.csv",

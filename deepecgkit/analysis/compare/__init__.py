@@ -18,7 +18,7 @@ release, with a ``DeprecationWarning``. Nothing here imports torch, Dagster,
 or matplotlib.
 """
 
-from deepecgkit._compat import moved_names
+from deepecgkit._compat import moved_modules, moved_names
 from deepecgkit.analysis.compare.batch_metrics import batch_metric
 from deepecgkit.analysis.compare.bootstrap import (
     BootstrapDifference,
@@ -55,3 +55,13 @@ __moved__ = {
     "statistical_report": "deepecgkit.statistical_report",
 }
 __getattr__ = moved_names(__name__, __moved__)
+
+#: Modules that moved to the statistical-report package (old import paths, one release).
+__moved_modules__ = {
+    "identity": "deepecgkit.statistical_report.identity",
+    "manifest": "deepecgkit.statistical_report.manifest",
+    "reliability_plot": "deepecgkit.statistical_report.reliability_plot",
+    "report": "deepecgkit.statistical_report.report",
+    "report_tables": "deepecgkit.statistical_report.tables",
+}
+moved_modules(__name__, __moved_modules__)
