@@ -124,7 +124,6 @@ def moved_modules(package: str, moved: Mapping[str, str | Mapping[str, str]]) ->
     """
     full = {f"{package}.{old}": new for old, new in moved.items()}
     if not any(
-        isinstance(finder, _MovedModuleFinder) and finder._moved == full
-        for finder in sys.meta_path
+        isinstance(finder, _MovedModuleFinder) and finder._moved == full for finder in sys.meta_path
     ):
         sys.meta_path.append(_MovedModuleFinder(full))

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from deepecgkit._compat import moved_names
 from deepecgkit.defaults import CONFIDENCE_LEVEL
-from deepecgkit.rundir.metrics import probe_name, report_name, temperature_scaled
+from deepecgkit.rundir.metrics import PRIMARY_METRIC, probe_name, report_name, temperature_scaled
 
 # --- Coverage and defaults -------------------------------------------------
 
 #: Metric ranked and compared when the caller names none.
-DEFAULT_RANK_METRIC = "f1"
+DEFAULT_RANK_METRIC = PRIMARY_METRIC
 
 # --- Standard-error corrections ----------------------------------------------
 

@@ -42,6 +42,7 @@ __all__ = [
     "MACRO",
     "METRICS",
     "NEITHER",
+    "PRIMARY_METRIC",
     "TEMPERATURE_SUFFIX",
     "MetricSpec",
     "canonical_name",
@@ -71,6 +72,9 @@ REPORT_MACRO_PREFIX = f"{MACRO}_"
 PROBE_MACRO_SUFFIX = f"_{MACRO}"
 #: Suffix of a calibration metric measured after temperature scaling (``ece_temp``).
 TEMPERATURE_SUFFIX = "_temp"
+#: The headline metric: ranked and compared when a caller names none, and the one
+#: ``deepecg train-grid`` prints per run.
+PRIMARY_METRIC = "f1"
 #: How a table says "after temperature scaling" and "macro-averaged".
 _TEMPERATURE_DISPLAY = " (TS)"
 _MACRO_DISPLAY = "Macro "

@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from deepecgkit.analysis.constants import DEFAULT_RANK_METRIC
 from deepecgkit.registry import get_dataset_info, get_model_info
 from deepecgkit.rundir.format import (
     CHECKPOINT_FILENAME,
@@ -42,6 +41,7 @@ from deepecgkit.rundir.format import (
     checkpoint_path,
     run_directory_name,
 )
+from deepecgkit.rundir.metrics import PRIMARY_METRIC
 from deepecgkit.rundir.read import is_run_directory, read_metadata, read_run_metrics
 from deepecgkit.rundir.write import (
     clear_run_files,
@@ -134,7 +134,7 @@ class RunStatus:
     run_dir: str
     status: str
     returncode: int
-    metric: str = DEFAULT_RANK_METRIC
+    metric: str = PRIMARY_METRIC
     value: float = math.nan
     seconds: float = 0.0
     error: str | None = None
@@ -202,7 +202,7 @@ def grid_parameters(model: str, dataset: str, settings: GridSettings) -> dict[st
 def _read_headline(run_dir: Path) -> float:
     """The headline metric of a finished run directory (NaN when unreadable)."""
     record = read_run_metrics(run_dir)
-    return math.nan if record is None else record.metrics.get(DEFAULT_RANK_METRIC, math.nan)
+    return math.nan if record is None else record.metrics.get(PRIMARY_METRIC, math.nan)
 
 
 def _resume_decision(task: _RunTask) -> str | None:
@@ -441,7 +441,7 @@ def _train_and_report(task: _RunTask, state: _RunState) -> float:
         calibration_bins=task.settings.calibration_bins,
         average=task.settings.average,
     )
-    return float(row.get(DEFAULT_RANK_METRIC, math.nan))
+    return float(row.get(PRIMARY_METRIC, math.nan))
 
 
 def _execute_run(task: _RunTask) -> RunStatus:
