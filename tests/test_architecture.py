@@ -63,7 +63,9 @@ ALLOWED: dict[str, frozenset[str]] = {
         )
     ),
     "deepecgkit.analysis": frozenset((*_BASE, "deepecgkit.rundir")),
-    "deepecgkit.statistical_report": frozenset((*_BASE, "deepecgkit.rundir", "deepecgkit.analysis")),
+    "deepecgkit.statistical_report": frozenset(
+        (*_BASE, "deepecgkit.rundir", "deepecgkit.analysis")
+    ),
     # The command dispatcher names its subcommands' modules as strings; it imports none.
     "deepecgkit.cli": frozenset(_BASE),
     "deepecg_assets": frozenset(
