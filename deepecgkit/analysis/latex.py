@@ -501,7 +501,9 @@ def _note_rows(notes: Iterable[str], n_columns: int) -> list[str]:
     return [rf"\multicolumn{{{n_columns}}}{{l}}{{{note}}} \\" for note in notes]
 
 
-def _tau_floor_notes(taus: pd.DataFrame | None, confidence_level: float) -> list[str]:
+def _tau_floor_notes(
+    taus: pd.DataFrame | None, *, confidence_level: float = CONFIDENCE_LEVEL
+) -> list[str]:
     """One note per distinct model count on the smallest attainable Kendall p.
 
     The p-value is compared with the significance level of the table's
@@ -1043,7 +1045,7 @@ def rank_distribution_table(
     notes = [
         "Ties share the better rank, so a rank column may over-fill.",
         *_tau_summary_note(taus, confidence_level),
-        *_tau_floor_notes(taus, confidence_level),
+        *_tau_floor_notes(taus, confidence_level=confidence_level),
     ]
     body += [r"\midrule", *_note_rows(notes, n_columns)]
     caption = (
@@ -1422,7 +1424,7 @@ def tau_table(
         rf"$p$-value{counted} against unrelated rankings.",
         r"$p_{\min}$: the smallest two-sided $p$ one pair's exact permutation test can",
         r"attain given the ties ($2/|M|!$ without ties).",
-        *_tau_floor_notes(taus, confidence_level),
+        *_tau_floor_notes(taus, confidence_level=confidence_level),
     ]
     if any_clipped:
         notes.append(r"Interval bounds beyond $[-1, 1]$ are shown at its limit.")

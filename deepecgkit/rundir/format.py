@@ -284,7 +284,7 @@ RUN_FILES: tuple[RunFile, ...] = (
         ),
         (
             f"{_WRITE}.write_run_files",
-            f"{_WRITE}.write_failed_run",
+            f"{_WRITE}.write_failed_run_report",
             f"{_WRITE}.write_run_directory",
         ),
         (f"{_READ}.read_run", f"{_READ}.discover_runs"),
@@ -307,7 +307,7 @@ RUN_FILES: tuple[RunFile, ...] = (
         ),
         (
             f"{_WRITE}.write_run_files",
-            f"{_WRITE}.write_failed_run",
+            f"{_WRITE}.write_failed_run_report",
             f"{_WRITE}.write_interrupted_run",
         ),
         (f"{_READ}.read_run", f"{_READ}.read_metadata", f"{_READ}.find_encoder_checkpoints"),
