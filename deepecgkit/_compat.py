@@ -8,9 +8,10 @@ at import time), and warns with a :class:`DeprecationWarning` naming the new
 path. A package whose *modules* moved declares them in a ``__moved_modules__``
 table (old submodule -> its new module) and calls :func:`moved_modules`:
 ``import old.package.module`` then still works, binds the new module under the
-old name and warns. The tables are plain literals, so the architecture test
-reads them as the only import edges allowed to point against the package
-directions (docs/architecture.md); they are removed in the release after 0.1.
+old name and warns. The tables are plain strings resolved only when an old
+name is used, so they add no import edge (``tests/test_architecture.py``
+checks the package directions of docs/architecture.md); they are removed in
+deepecgkit 0.2.0.
 
 The module imports nothing but the standard library.
 """

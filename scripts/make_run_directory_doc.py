@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 from deepecgkit.io import atomic_write_text
-from deepecgkit.rundir import format as fmt
-from deepecgkit.rundir import metrics
+from deepecgkit.rundir import format as fmt, metrics
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "run-directory.md"
 
