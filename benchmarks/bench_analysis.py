@@ -161,7 +161,7 @@ def loop_flip_tests(metric_rows: pd.DataFrame, keys: pd.DataFrame) -> pd.DataFra
     """The straightforward implementation: one ``flip_test`` call per grid row."""
     rows = []
     for d1, d2, a, b in keys[KEY_COLUMNS].itertuples(index=False):
-        flip = flip_test(metric_rows, a, b, d1, d2, METRIC)
+        flip = flip_test(metric_rows, a, b, d1, d2, metric=METRIC)
         del flip["difference_1"], flip["difference_2"]
         rows.append(flip)
     return pd.DataFrame(rows)

@@ -108,7 +108,7 @@ def rank_claims(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd
             claim.model,
             claim.dataset_best,
             claim.dataset_worst,
-            analysis.metric,
+            metric=analysis.metric,
             opponents=claim.opponents,
             confidence_level=analysis.confidence_level,
             correction=analysis.correction,

@@ -475,7 +475,7 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
             model,
             best,
             worst,
-            metric,
+            metric=metric,
             opponents=opponents,
             confidence_level=level,
             correction=args.correction,

@@ -782,6 +782,7 @@ def _results_caption(dataset: str, confidence_level: float, split_description: s
 def results_table(
     aggregated: pd.DataFrame,
     dataset: str,
+    *,
     metrics: Sequence[str] = _DEFAULT_RESULTS_METRICS,
     label: str | None = None,
     precision: int = DEFAULT_PRECISION,
@@ -1212,6 +1213,7 @@ def _difference_symbols(row: Mapping[str, Any], component: int) -> list[str]:
 
 def flip_survival_table(
     flips: pd.DataFrame,
+    *,
     label: str = "tab:flip_survival",
     metric: str = "f1",
     exclusions: Sequence[str] | None = None,
@@ -1350,6 +1352,7 @@ def _permutation_note(taus: pd.DataFrame) -> str:
 
 def tau_table(
     taus: pd.DataFrame,
+    *,
     label: str = "tab:kendall_tau",
     confidence_level: float = CONFIDENCE_LEVEL,
 ) -> str:
@@ -1450,6 +1453,7 @@ def _source_name(source: Any) -> str:
 
 def transfer_matrix_table(
     matrix: pd.DataFrame,
+    *,
     metric: str = "auroc_macro",
     baseline_row: str | None = None,
     label: str = "tab:transfer_matrix",

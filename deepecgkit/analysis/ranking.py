@@ -562,11 +562,11 @@ def paired_difference(
     model_a: str,
     model_b: str,
     dataset: str,
+    *,
     metric: str = DEFAULT_RANK_METRIC,
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
     min_test_groups: int = MIN_TEST_GROUPS,
-    *,
     strict_correction: bool = False,
 ) -> dict[str, Any]:
     """Paired per-seed difference ``A - B`` of one metric on one dataset.
@@ -667,13 +667,13 @@ def flip_test(
     model_b: str,
     dataset_1: str,
     dataset_2: str,
+    *,
     metric: str = DEFAULT_RANK_METRIC,
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
     min_test_groups: int = MIN_TEST_GROUPS,
     min_seeds: int = MIN_SEEDS_FOR_INTERVAL,
     min_seeds_for_claim: int = MIN_SEEDS_FOR_CLAIM,
-    *,
     strict_correction: bool = False,
 ) -> dict[str, Any]:
     """Intersection-union test for a ranking reversal of A and B between two datasets.
@@ -878,12 +878,12 @@ def evaluate_rank_claim(
     model: str,
     dataset_best: str,
     dataset_worst: str,
+    *,
     metric: str = DEFAULT_RANK_METRIC,
     opponents: Sequence[str] | str | None = None,
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
     min_test_groups: int = MIN_TEST_GROUPS,
-    *,
     strict_correction: bool = False,
 ) -> dict[str, Any]:
     """Test "``model`` is best on ``dataset_best`` and worst on ``dataset_worst``".

@@ -1081,6 +1081,7 @@ def bimodal_flags(values: np.ndarray, min_gap: float = MIN_COLLAPSE_GAP) -> np.n
 
 def is_bimodal(
     values: Sequence[float],
+    *,
     baseline: float | None = None,
     min_gap: float = MIN_COLLAPSE_GAP,
 ) -> tuple[bool, str]:

@@ -71,6 +71,7 @@ def split_groups(
     val_split: float,
     test_split: float,
     seed: int,
+    *,
     stratify: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split item indices into train/val/test so that no group is split.

@@ -972,7 +972,7 @@ def _write_wfdb(signal: np.ndarray, record_id: str, data: SyntheticData, records
             )
 
 
-def write_local_dataset(data: SyntheticData, out_dir: str | Path, format: str = "npz") -> Path:
+def write_local_dataset(data: SyntheticData, out_dir: str | Path, *, format: str = "npz") -> Path:
     """Write ``data`` in the local on-disk layout that ``LocalECGDataset`` reads.
 
     Layout: ``dataset.json``, ``labels.csv`` (``record_id``, ``patient_id``,

@@ -415,7 +415,7 @@ def debiased_calibration_error(
     return float(np.mean(_per_problem(inputs, _debiased_ece, bins, BINNING_UNIFORM, problems)))
 
 
-def brier_score(y_true: np.ndarray, y_prob: np.ndarray, task: str | None = None) -> float:
+def brier_score(y_true: np.ndarray, y_prob: np.ndarray, *, task: str | None = None) -> float:
     """Brier score (Brier 1950), a proper scoring rule that also pays for sharpness.
 
     Single-label: ``mean_i Σ_k (P_ik − 1[y_i = k])²`` in [0, 2] (binary: twice

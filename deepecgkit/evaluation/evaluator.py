@@ -590,6 +590,7 @@ class ECGEvaluator:
         self,
         model: Any,
         test_data: Any,
+        *,
         save_path: str | None = None,
         y_scores: np.ndarray | None = None,
         calibration_fit: tuple | None = None,

@@ -304,6 +304,7 @@ class TemperatureScaler:
 def calibration_report(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     fit_targets: np.ndarray | None = None,
     fit_logits: np.ndarray | None = None,

@@ -362,7 +362,10 @@ def cross_dataset_transfer(
     for source in sorted(checkpoints):
         try:
             extractor: FeatureExtractor | str = FeatureExtractor.from_checkpoint(
-                checkpoints[source], model_name, input_channels=input_channels, **extractor_kwargs
+                checkpoints[source],
+                model_name=model_name,
+                input_channels=input_channels,
+                **extractor_kwargs,
             )
         except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
             # A checkpoint torch can load may still hold garbage model arguments

@@ -578,7 +578,7 @@ class ECGTrainer:
     # --- checkpoints ----------------------------------------------------------------------------
 
     def save_checkpoint(
-        self, path: str | Path, epoch: int | None = None, extra: dict[str, Any] | None = None
+        self, path: str | Path, *, epoch: int | None = None, extra: dict[str, Any] | None = None
     ) -> Path:
         """Write the model weights and what is needed to rebuild it, atomically.
 
@@ -611,7 +611,7 @@ class ECGTrainer:
 
     @classmethod
     def load_checkpoint(
-        cls, path: str | Path, model: nn.Module | None = None, device: str = AUTO_DEVICE
+        cls, path: str | Path, *, model: nn.Module | None = None, device: str = AUTO_DEVICE
     ) -> ECGTrainer:
         """Rebuild a trainer (model from the registry unless given) from a checkpoint.
 

@@ -250,6 +250,7 @@ def _summary_row(
 
 def paired_fold_differences(
     fold_metrics: pd.DataFrame,
+    *,
     tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
     higher_is_better: bool | Mapping[str, bool] | None = None,
 ) -> PairedFoldDifferences:
