@@ -33,28 +33,37 @@ __all__ = ["REMOVED_IN", "moved_modules", "moved_names"]
 REMOVED_IN = "0.2.0"
 
 
-def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
+def moved_names(
+    module: str, moved: Mapping[str, str], *, modules: Sequence[str] = ()
+) -> Callable[[str], Any]:
     """A module ``__getattr__`` that serves the names of ``moved`` from their new modules.
 
     Args:
         module: the old module's ``__name__``.
         moved: name -> the module that now defines it.
+        modules: new homes of old submodules whose every public name the old
+            module re-exported; a name of their ``__all__`` is served from them.
 
     Returns:
         The ``__getattr__`` function; an unknown name raises ``AttributeError``
         as usual.
     """
 
+    def _home(name: str) -> str | None:
+        if name in moved:
+            return moved[name]
+        if name.startswith("__"):
+            return None
+        return next(
+            (m for m in modules if name in getattr(importlib.import_module(m), "__all__", ())),
+            None,
+        )
+
     def __getattr__(name: str) -> Any:
-        home = moved.get(name)
+        home = _home(name)
         if home is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        warnings.warn(
-            f"{module}.{name} is an old import path: import {name} from {home} "
-            f"(the old path is removed in deepecgkit {REMOVED_IN})",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        _warn_old_path(f"{module}.{name}", f"{name} from {home}", stacklevel=3)
         return getattr(importlib.import_module(home), name)
 
     return __getattr__
@@ -62,7 +71,7 @@ def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
 
 def _warn_old_path(old: str, new: str, *, stacklevel: int) -> None:
     warnings.warn(
-        f"{old} is an old import path: import {new} instead "
+        f"{old} is an old import path: import {new} "
         f"(the old path is removed in deepecgkit {REMOVED_IN})",
         DeprecationWarning,
         stacklevel=stacklevel,

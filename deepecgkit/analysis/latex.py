@@ -55,13 +55,7 @@ from deepecgkit.analysis.constants import (
     FDR_METHOD_BH,
     MIN_SEEDS_FOR_CLAIM,
     NADEAU_BENGIO,
-    VERDICT_BIMODAL,
-    VERDICT_CONTRADICTED,
-    VERDICT_NOT_REPRODUCED,
-    VERDICT_SUGGESTIVE,
-    VERDICT_SUPPORTED,
-    VERDICT_UNRESOLVED,
-    VERDICT_UNTESTABLE,
+    VERDICTS,
 )
 from deepecgkit.analysis.schemas import DISTRIBUTION_HEAD, DISTRIBUTION_TAIL, TAU_COLUMNS
 from deepecgkit.analysis.statistics import (
@@ -165,14 +159,9 @@ METRIC_DISPLAY_NAMES: dict[str, str] = {
         )
     )
 }
+#: A verdict as a table prints it: ``not-reproduced`` -> ``Not reproduced``.
 VERDICT_DISPLAY_NAMES: dict[str, str] = {
-    VERDICT_SUPPORTED: "Supported",
-    VERDICT_SUGGESTIVE: "Suggestive",
-    VERDICT_UNRESOLVED: "Unresolved",
-    VERDICT_NOT_REPRODUCED: "Not reproduced",
-    VERDICT_CONTRADICTED: "Contradicted",
-    VERDICT_UNTESTABLE: "Untestable",
-    VERDICT_BIMODAL: "Bimodal",
+    verdict: verdict.replace("-", " ").capitalize() for verdict in VERDICTS
 }
 BASELINE_DISPLAY_NAMES: dict[str, str] = {
     "untrained": "Untrained encoder",

@@ -84,15 +84,13 @@ from deepecgkit.evaluation.constants import (
     DEBIAS_SEED,
     MIN_MCE_BIN_COUNT,
     TASK_BINARY,
-    TASK_MULTICLASS,
+    TASK_MULTICLASS,  # noqa: F401 - still importable from here
     TASK_MULTILABEL,
 )
 from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS
 
+#: The task names (``TASK_*``) are listed by the constants module, their home.
 __all__ = [
-    "TASK_BINARY",
-    "TASK_MULTICLASS",
-    "TASK_MULTILABEL",
     "adaptive_calibration_error",
     "brier_score",
     "calculate_calibration_metrics",

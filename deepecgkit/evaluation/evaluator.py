@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from deepecgkit._compat import REMOVED_IN
-from deepecgkit.defaults import CONFIDENCE_LEVEL, DEFAULT_RANDOM_STATE
+from deepecgkit.defaults import CONFIDENCE_LEVEL
 from deepecgkit.evaluation._bootstrap import (
     bootstrap_metric_values,
     chunk_rows,
@@ -150,6 +150,19 @@ def _percentile_summary(values: np.ndarray, confidence_level: float) -> dict[str
         "lower_ci": float(np.percentile(defined, 100.0 * alpha / 2.0)),
         "upper_ci": float(np.percentile(defined, 100.0 * (1.0 - alpha / 2.0))),
     }
+
+
+#: The old positional order of :meth:`ECGEvaluator.cross_validate`.
+_CROSS_VALIDATE_POSITIONAL = (
+    "model_class",
+    "data",
+    "k_folds",
+    "groups",
+    "epochs",
+    "batch_size",
+    "train_config",
+    "seed",
+)
 
 
 class ECGEvaluator:
@@ -657,22 +670,13 @@ class ECGEvaluator:
 
     # --- cross-validation (moved to deepecgkit.training) ----------------------------------
 
-    def cross_validate(
-        self,
-        model_class: type,
-        data: Any,
-        k_folds: int = 5,
-        groups: np.ndarray | None = None,
-        epochs: int = 10,
-        batch_size: int = 32,
-        train_config: dict[str, Any] | None = None,
-        seed: int = DEFAULT_RANDOM_STATE,
-        **model_kwargs: Any,
-    ) -> dict[str, list[float]]:
+    def cross_validate(self, *args: Any, **kwargs: Any) -> dict[str, list[float]]:
         """Deprecated: :func:`deepecgkit.training.cross_validate` with this evaluator.
 
         Cross-validation fits models, so it lives with training; this method
         delegates to it, with the same arguments and results, for one release.
+        Positional arguments keep the method's old order
+        (:data:`_CROSS_VALIDATE_POSITIONAL`).
         """
         warnings.warn(
             "ECGEvaluator.cross_validate is deprecated: call "
@@ -683,15 +687,13 @@ class ECGEvaluator:
         )
         from deepecgkit.training.cross_validation import cross_validate
 
-        return cross_validate(
-            self,
-            model_class,
-            data,
-            k_folds=k_folds,
-            groups=groups,
-            epochs=epochs,
-            batch_size=batch_size,
-            train_config=train_config,
-            seed=seed,
-            **model_kwargs,
-        )
+        if len(args) > len(_CROSS_VALIDATE_POSITIONAL):
+            raise TypeError(
+                f"cross_validate takes at most {len(_CROSS_VALIDATE_POSITIONAL)} positional "
+                f"arguments ({', '.join(_CROSS_VALIDATE_POSITIONAL)}); got {len(args)}"
+            )
+        named = dict(zip(_CROSS_VALIDATE_POSITIONAL, args, strict=False))
+        clash = sorted(set(named) & set(kwargs))
+        if clash:
+            raise TypeError(f"cross_validate got multiple values for {', '.join(clash)}")
+        return cross_validate(self, **named, **kwargs)

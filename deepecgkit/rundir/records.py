@@ -179,17 +179,12 @@ def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
                 run_dir=Path(row["run_dir"]),
                 model=str(row["model"]),
                 dataset=str(row["dataset"]),
-                seed=exact_int_value(row["seed"]),
                 multi_label=bool(row["multi_label"]),
                 averaging=str(row["averaging"]),
                 metrics={k: float(v) for k, v in json.loads(row["metrics"]).items()},
-                n_train=exact_int_value(row["n_train"]),
-                n_val=exact_int_value(row["n_val"]),
-                n_test=exact_int_value(row["n_test"]),
-                n_test_groups=exact_int_value(row["n_test_groups"]),
                 mtime=float(row["mtime"]),
-                returncode=exact_int_value(row["returncode"]),
                 fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
+                **{field: exact_int_value(row[field]) for field in _INT_FIELDS},
                 suspect=tuple(json.loads(row.get("suspect") or "[]")),
             )
         )
