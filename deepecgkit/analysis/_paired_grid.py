@@ -14,7 +14,8 @@ instead. It follows the same definitions step for step:
    mean sizes (and the correction actually applied), the Student-t interval
    and p-value, the scale-aware bimodality flag.
 3. Every flip row picks its two components by index and is classified with
-   ``np.select`` in the fixed decision order of ``00-decisions.md``; its
+   ``np.select`` in the fixed decision order of docs/statistics.md (flip table,
+   ``verdict``); its
    directional ``p_reversal`` comes from the two components' p-values and
    means.
 

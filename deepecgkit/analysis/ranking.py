@@ -23,7 +23,7 @@ Conventions:
 * Rows without a seed (runs whose seed could not be determined) are never
   ranked or paired, because "same seed means same split" cannot hold for an
   unknown seed. Seeds are exact integers of any size; -1 is an ordinary seed.
-* Verdicts follow the fixed decision order of ``00-decisions.md``.
+* Verdicts follow the fixed decision order of docs/statistics.md (flip table).
 
 :func:`all_flip_tests` does not loop over :func:`flip_test`: it evaluates
 every component with the vectorised engine of
@@ -221,7 +221,7 @@ def _classify_flip(
     min_seeds: int,
     min_seeds_for_claim: int,
 ) -> tuple[str, str]:
-    """Verdict and reason of a flip test, in the fixed decision order of 00-decisions.md."""
+    """Verdict and reason of a flip test, in the fixed decision order of docs/statistics.md."""
     components = (first, second)
     for component in components:
         if not component["testable"]:

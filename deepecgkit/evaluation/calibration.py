@@ -45,7 +45,8 @@ Conventions:
   (twice scikit-learn's binary ``brier_score_loss``), the multi-label one the
   mean over labels in [0, 1]; NLL is in nats.
 * Equal-width bins span ``[b/M, (b+1)/M)`` with the last bin closed at 1, so
-  a confidence of exactly 1.0 lands in the top bin (00-decisions.md). This is
+  a confidence of exactly 1.0 lands in the top bin (docs/statistics.md,
+  "Calibration metrics"). This is
   ``numpy.histogram``'s rule and the rule of the report's reliability bins.
 * ECE is only comparable at the same bin count, so ``n_bins`` and the task
   travel with every value.

@@ -1,8 +1,8 @@
 """Tests of ranking, Kendall's tau, paired differences, flip tests and rank claims.
 
-Expected values come from the specification (analysis.md section 8, the worked
-example; 00-decisions.md, the verdict order) and from independent references
-(``scipy.stats.kendalltau``, ``scipy.stats.t``, statsmodels' Benjamini-Yekutieli
+Expected values come from the specification (the worked example of
+``tests/conftest.py``; the verdict order of docs/statistics.md) and from independent
+references (``scipy.stats.kendalltau``, ``scipy.stats.t``, statsmodels' Benjamini-Yekutieli
 adjustment). Small frames are built in memory with the long-frame columns of
 ``runs_to_frame``; the worked example is read from disk through the shared
 fixtures in ``tests/conftest.py``.
