@@ -47,6 +47,9 @@ __all__ = [
     "PREDICTIONS_FILENAME",
     "PREDICTIONS_TXT_FILENAME",
     "PROBABILITY_SUM_TOLERANCE",
+    "RETURNCODE_FAILED",
+    "RETURNCODE_INTERRUPTED",
+    "RETURNCODE_OK",
     "RUN_FILES",
     "SEED_SUFFIX",
     "SINGLE_LABEL_COLUMNS",
@@ -208,6 +211,11 @@ CHECKPOINT_KEY = "checkpoint"
 SPLIT_SIZE_KEYS = ("n_train", "n_val", "n_test", "n_test_groups")
 #: Largest allowed |sum of a prediction row's probabilities - 1|.
 PROBABILITY_SUM_TOLERANCE = 1e-3
+#: ``returncode`` of ``run_metadata.json``: a finished run, a failed one, one interrupted
+#: (128 + SIGINT, as a shell reports it).
+RETURNCODE_OK = 0
+RETURNCODE_FAILED = 1
+RETURNCODE_INTERRUPTED = 130
 
 
 # --- the schema of each file -----------------------------------------------------------------
@@ -295,7 +303,12 @@ RUN_FILES: tuple[RunFile, ...] = (
         "What the runner recorded about the run.",
         (
             Field("seed", "int or null", "the seed (any size, exact); null when unknown"),
-            Field("returncode", "int", "0 for a finished run, 1 failed, 130 interrupted"),
+            Field(
+                "returncode",
+                "int",
+                f"{RETURNCODE_OK} for a finished run, {RETURNCODE_FAILED} failed, "
+                f"{RETURNCODE_INTERRUPTED} interrupted",
+            ),
             Field("params_fingerprint", "str", "SHA-256 of the hyperparameters, seed excluded"),
             Field("params", "object", "the hyperparameters themselves (train-grid)"),
             Field(CHECKPOINT_KEY, "str or null", f"{CHECKPOINT_FILENAME}, relative; null if none"),

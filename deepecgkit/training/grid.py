@@ -38,6 +38,9 @@ from deepecgkit.rundir.format import (
     CHECKPOINT_FILENAME,
     DEFAULT_CALIBRATION_BINS,
     ERROR_LOG_FILENAME,
+    RETURNCODE_FAILED,
+    RETURNCODE_INTERRUPTED,
+    RETURNCODE_OK,
     checkpoint_path,
     run_directory_name,
 )
@@ -78,10 +81,6 @@ CHECKPOINTS_ALL = "all"
 CHECKPOINTS_FIRST_SEED = "first-seed"
 CHECKPOINTS_NONE = "none"
 CHECKPOINT_POLICIES = (CHECKPOINTS_ALL, CHECKPOINTS_FIRST_SEED, CHECKPOINTS_NONE)
-#: Return codes recorded in ``run_metadata.json``.
-RETURNCODE_OK = 0
-RETURNCODE_FAILED = 1
-RETURNCODE_INTERRUPTED = 130
 
 
 class GridUsageError(ValueError):
