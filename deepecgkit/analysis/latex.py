@@ -72,6 +72,7 @@ from deepecgkit.rundir.format import (
     SINGLE_LABEL_METRICS,
 )
 from deepecgkit.rundir.metrics import (
+    PRIMARY_PROBE_METRIC,
     display_name as metric_display_name,
     probe_name,
     temperature_scaled,
@@ -1443,7 +1444,7 @@ def _source_name(source: Any) -> str:
 def transfer_matrix_table(
     matrix: pd.DataFrame,
     *,
-    metric: str = "auroc_macro",
+    metric: str = PRIMARY_PROBE_METRIC,
     baseline_row: str | None = None,
     label: str = "tab:transfer_matrix",
     precision: int = DEFAULT_PRECISION,

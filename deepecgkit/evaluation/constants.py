@@ -17,7 +17,7 @@ from __future__ import annotations
 from deepecgkit._compat import moved_names
 from deepecgkit.defaults import DEFAULT_RANDOM_STATE
 from deepecgkit.rundir.format import AVERAGING_MODES, CALIBRATION_COLUMNS, CALIBRATION_ERRORS
-from deepecgkit.rundir.metrics import canonical_name, probe_name
+from deepecgkit.rundir.metrics import PRIMARY_PROBE_METRIC, canonical_name, probe_name
 
 # --- Prediction shapes --------------------------------------------------------------------
 
@@ -65,7 +65,7 @@ AUC_METRIC = "auc"
 AUC_ALIAS = canonical_name(AUC_METRIC)
 #: Names :class:`~deepecgkit.evaluation.ECGEvaluator` accepts.
 SUPPORTED_METRICS = CLASSIFICATION_METRICS | REGRESSION_METRICS | {AUC_METRIC}
-DEFAULT_EVALUATOR_METRICS = ("accuracy", "precision", "recall", "f1", "auc")
+DEFAULT_EVALUATOR_METRICS = ("accuracy", "precision", "recall", "f1", AUC_METRIC)
 #: Resolve the averaging from the data; the other modes are the ``average`` values of
 #: the run directory.
 AVERAGE_AUTO = "auto"
@@ -112,7 +112,7 @@ TASK_TYPES = (TASK_TYPE_AUTO, TASK_TYPE_CLASSIFICATION, TASK_TYPE_REGRESSION)
 
 #: The probes' metrics: macro averages are spelled ``<name>_macro`` (columns of the
 #: ``transfer_matrix`` frame and keys of a saved transfer matrix).
-PROBE_METRICS = (probe_name("auroc"), probe_name("f1"), "accuracy", "balanced_accuracy")
+PROBE_METRICS = (PRIMARY_PROBE_METRIC, probe_name("f1"), "accuracy", "balanced_accuracy")
 DEFAULT_PROBE_METRIC = PROBE_METRICS[0]
 #: Seed of the probe protocol's splits, the untrained encoder and the probe's solver.
 DEFAULT_PROBE_RANDOM_STATE = DEFAULT_RANDOM_STATE

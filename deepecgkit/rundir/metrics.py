@@ -43,6 +43,7 @@ __all__ = [
     "METRICS",
     "NEITHER",
     "PRIMARY_METRIC",
+    "PRIMARY_PROBE_METRIC",
     "TEMPERATURE_SUFFIX",
     "MetricSpec",
     "canonical_name",
@@ -299,3 +300,7 @@ def resolve_spelling(name: str, allowed: Iterable[str]) -> str:
             if is_known(choice) and canonical_name(choice) == wanted:
                 return choice
     raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(map(str, choices))}")
+
+
+#: The headline metric of the linear probes and the transfer matrix (macro AUROC).
+PRIMARY_PROBE_METRIC = probe_name("auroc")
