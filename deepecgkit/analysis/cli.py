@@ -71,7 +71,7 @@ from deepecgkit.io import (
     read_regular_file,
     remove_file,
 )
-from deepecgkit.rundir.metrics import unaliased
+from deepecgkit.rundir.metrics import PRIMARY_METRIC, unaliased
 from deepecgkit.rundir.read import ON_DUPLICATE_NEWEST, ON_DUPLICATE_POLICIES, discover_runs
 from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, RunRecord, runs_to_frame
 
@@ -82,7 +82,19 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 #: Metric summarised per dataset in the ``aggregate`` printout.
-SUMMARY_METRIC = "f1"
+SUMMARY_METRIC = PRIMARY_METRIC
+#: Files of ``deepecg aggregate`` and ``deepecg rank`` (the ``.tex`` tables are named
+#: by the stems of :mod:`deepecgkit.analysis.latex`, shared with the table assets).
+RUNS_FILE = "runs.csv"
+AGGREGATE_FILE = "aggregate.csv"
+AVERAGING_CONFLICTS_FILE = "averaging_conflicts.csv"
+DIAGNOSTICS_FILE = "diagnostics.csv"
+RANKS_FILE = "ranks.csv"
+RANK_DISTRIBUTION_FILE = f"{RANK_TABLE_STEM}.csv"
+TAU_FILE = f"{TAU_TABLE_STEM}.csv"
+FLIP_TESTS_FILE = "flip_tests.csv"
+CLAIM_FILE = "claim.json"
+TEX_SUFFIX = ".tex"
 #: Diagnostics key of usable runs from which something was set aside.
 SUSPECT = "suspect"
 
@@ -227,7 +239,7 @@ class _Output:
             if not needs_unicode_engine(tables[stem]):
                 continue
             engine = latex_engine(tables[stem])
-            name = f"{stem}.tex"
+            name = f"{stem}{TEX_SUFFIX}"
             if engine is None:
                 warn(
                     f"{name} holds characters pdflatex cannot typeset; compile it with "
@@ -255,7 +267,7 @@ class _Output:
         stale = [
             name
             for name in sorted(previous if isinstance(previous, dict) else {})
-            if name not in current and Path(name).name == name and name.endswith(".tex")
+            if name not in current and Path(name).name == name and name.endswith(TEX_SUFFIX)
         ]
         return [name for name in stale if remove_file(self.directory / name)]
 
@@ -319,10 +331,10 @@ def _aggregate(
     runs = runs_to_frame(records)
     reconciled, conflicts = reconcile_averaging(runs)
     aggregated = aggregate_runs(reconciled, args.confidence_level)
-    output.csv("runs.csv", runs)
-    output.csv("aggregate.csv", aggregated)
-    output.csv("averaging_conflicts.csv", conflicts)
-    output.csv("diagnostics.csv", _diagnostics_frame(diagnostics))
+    output.csv(RUNS_FILE, runs)
+    output.csv(AGGREGATE_FILE, aggregated)
+    output.csv(AVERAGING_CONFLICTS_FILE, conflicts)
+    output.csv(DIAGNOSTICS_FILE, _diagnostics_frame(diagnostics))
     stale: list[str] = []
     if args.latex:
         stems = results_table_stems(aggregated["dataset"].astype(str).unique())
@@ -331,7 +343,7 @@ def _aggregate(
             for dataset, stem in stems.items()
         }
         output.tables(tables, warn)
-        index = {f"{stem}.tex": dataset for dataset, stem in stems.items()}
+        index = {f"{stem}{TEX_SUFFIX}": dataset for dataset, stem in stems.items()}
         stale = output.remove_stale(RESULTS_INDEX, index)
 
     lines = _summary_lines(records, diagnostics)
@@ -482,13 +494,13 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
             strict_correction=args.strict_correction,
         )
 
-    output.csv("ranks.csv", ranks)
-    output.csv("diagnostics.csv", _diagnostics_frame(diagnostics))
-    output.csv("rank_distribution.csv", distribution)
-    output.csv("kendall_tau.csv", taus)
-    output.csv("flip_tests.csv", flips)
+    output.csv(RANKS_FILE, ranks)
+    output.csv(DIAGNOSTICS_FILE, _diagnostics_frame(diagnostics))
+    output.csv(RANK_DISTRIBUTION_FILE, distribution)
+    output.csv(TAU_FILE, taus)
+    output.csv(FLIP_TESTS_FILE, flips)
     if claim is not None:
-        output.text("claim.json", json_text(claim))
+        output.text(CLAIM_FILE, json_text(claim))
     if args.latex:
         exclusions = []
         if args.models:
