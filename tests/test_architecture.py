@@ -79,6 +79,9 @@ ALLOWED: dict[str, frozenset[str]] = {
         )
     ),
 }
+#: Consumers read run directories through ``rundir.read`` and never write one.
+CONSUMERS = ("deepecgkit.analysis", "deepecgkit.statistical_report", "deepecg_assets")
+WRITE_SIDE = frozenset({"deepecgkit.rundir.write", "deepecgkit.rundir.synthetic"})
 #: (importing module, imported module): deprecated delegations kept for one release.
 DEPRECATED_EDGES = frozenset(
     {
@@ -203,6 +206,20 @@ def test_no_import_cycles() -> None:
     assert import_cycles(import_graph(REPOSITORY)) == []
 
 
+def consumer_writes(graph: Mapping[str, set[str]]) -> list[str]:
+    """``importer -> module`` for every consumer module that imports the write side."""
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        if any(module == consumer or module.startswith(f"{consumer}.") for consumer in CONSUMERS)
+        for target in sorted(targets & WRITE_SIDE)
+    ]
+
+
+def test_consumers_do_not_import_the_run_directory_writers() -> None:
+    assert consumer_writes(import_graph(REPOSITORY)) == []
+
+
 def test_the_deprecated_edges_still_exist() -> None:
     """An exemption whose import is gone must leave the list with it."""
     known = module_files(REPOSITORY)
@@ -247,6 +264,21 @@ def test_a_forbidden_direction_is_reported(scratch_tree: Path) -> None:
         "deepecgkit.rundir.read -> deepecgkit.analysis.aggregation "
         "(deepecgkit.rundir may not import deepecgkit.analysis)"
     ]
+
+
+def test_a_consumer_that_writes_is_reported(tmp_path: Path) -> None:
+    _plant(
+        tmp_path,
+        {
+            "deepecgkit/__init__.py": "",
+            "deepecgkit/rundir/__init__.py": "",
+            "deepecgkit/rundir/write.py": "",
+            "deepecgkit/analysis/__init__.py": "",
+            "deepecgkit/analysis/aggregation.py": "from deepecgkit.rundir.write import f\n",
+        },
+    )
+    graph = import_graph(tmp_path, ("deepecgkit",))
+    assert consumer_writes(graph) == ["deepecgkit.analysis.aggregation -> deepecgkit.rundir.write"]
 
 
 def test_a_cycle_is_reported(scratch_tree: Path) -> None:
