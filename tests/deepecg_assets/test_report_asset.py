@@ -56,11 +56,17 @@ def test_statistical_report_asset(prediction_platform) -> None:
     config = {"ops": {"statistical_report": {"config": {"reference": "resnet", "plots": False}}}}
     result = job.execute_in_process(
         instance=prediction_platform.instance,
-        asset_selection=[dg.AssetKey("statistical_report")],
+        # The report reads the runs discovered_runs found (one search of the roots).
+        asset_selection=[dg.AssetKey("discovered_runs"), dg.AssetKey("statistical_report")],
         run_config=config,
     )
     assert result.success
-    metadata = result.get_asset_materialization_events()[0].materialization.metadata
+    (event,) = [
+        event
+        for event in result.get_asset_materialization_events()
+        if event.asset_key == dg.AssetKey("statistical_report")
+    ]
+    metadata = event.materialization.metadata
     assert metadata["included_runs"].value == 4
     assert metadata["exclusion_reasons"].value == {"failed_run": 1}
     paired = 2 * len(REPORT_PAIRED_METRICS)
