@@ -2,7 +2,7 @@
 
 Workload: a synthetic corpus of 50 models x 20 datasets x 100 seeds, i.e.
 100,000 run directories of three files each, written once by
-:func:`deepecgkit.analysis.synthetic.generate_corpus` (with one of each
+:func:`deepecgkit.rundir.synthetic.generate_corpus` (with one of each
 planted effect, so every code path runs) into ``--root`` or a temporary
 folder. ``--root`` is reused when it already holds a corpus of the requested
 size, so repeated runs skip the generation.
@@ -46,14 +46,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from deepecgkit.analysis.aggregation import discover_runs, reconcile_averaging, runs_to_frame
-from deepecgkit.analysis.constants import (
-    METADATA_FILENAME,
-    METRICS_FILENAME,
-    SPLIT_INFO_FILENAME,
-)
+from deepecgkit.analysis.aggregation import reconcile_averaging
 from deepecgkit.analysis.ranking import all_flip_tests, flip_test
-from deepecgkit.analysis.synthetic import (
+from deepecgkit.rundir.format import METADATA_FILENAME, METRICS_FILENAME, SPLIT_INFO_FILENAME
+from deepecgkit.rundir.read import discover_runs
+from deepecgkit.rundir.records import runs_to_frame
+from deepecgkit.rundir.synthetic import (
     Collapse,
     CorpusSpec,
     MixedAveraging,
@@ -163,7 +161,7 @@ def loop_flip_tests(metric_rows: pd.DataFrame, keys: pd.DataFrame) -> pd.DataFra
     """The straightforward implementation: one ``flip_test`` call per grid row."""
     rows = []
     for d1, d2, a, b in keys[KEY_COLUMNS].itertuples(index=False):
-        flip = flip_test(metric_rows, a, b, d1, d2, METRIC)
+        flip = flip_test(metric_rows, a, b, d1, d2, metric=METRIC)
         del flip["difference_1"], flip["difference_2"]
         rows.append(flip)
     return pd.DataFrame(rows)

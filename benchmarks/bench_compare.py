@@ -5,7 +5,8 @@ data and the same resamples:
 
 * **loop**: a Python loop over the resamples that gathers each resample's
   group rows by fancy indexing and calls the same built-in metric on them
-  with a single row of unit weights (comparisons.md §3.4). Validation, group
+  with a single row of unit weights (the draw order of
+  ``deepecgkit.analysis.compare.resampling``). Validation, group
   aggregation and the draws are the library's own, so only the evaluation
   differs; the script checks that both give the same differences.
 * **scipy**: ``scipy.stats.bootstrap(..., paired=True, vectorized=True,

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from deepecgkit.analysis.constants import METRICS_FILENAME, PREDICTIONS_FILENAME
+from deepecgkit.rundir.format import METRICS_FILENAME, PREDICTIONS_FILENAME
 
 ROOT = Path(__file__).resolve().parent.parent
 CEILING_S = 600.0

@@ -58,7 +58,7 @@ def bench_load() -> None:
 
 
 def _ensure_corpus(root: Path, models: int, datasets: int, seeds: int) -> int:
-    from deepecgkit.analysis.synthetic import CorpusSpec, generate_corpus
+    from deepecgkit.rundir.synthetic import CorpusSpec, generate_corpus
 
     expected = models * datasets * seeds
     existing = sum(1 for _ in os.scandir(root)) if root.is_dir() else 0
@@ -80,8 +80,8 @@ def _ensure_corpus(root: Path, models: int, datasets: int, seeds: int) -> int:
 
 def _bare_scan(root: Path) -> int:
     """Baseline: list the run directories and stat each metrics file, nothing else."""
-    from deepecgkit.analysis.aggregation import find_run_directories
-    from deepecgkit.analysis.run_cache import metrics_file_state
+    from deepecgkit.rundir.cache import metrics_file_state
+    from deepecgkit.rundir.read import find_run_directories
 
     return sum(metrics_file_state(d) is not None for d in find_run_directories(root, True))
 
@@ -89,7 +89,7 @@ def _bare_scan(root: Path) -> int:
 def bench_sensor(root: Path, output: Path) -> None:
     from deepecg_assets.resources import OutputFolderResource, RunRootsResource
     from deepecg_assets.sensors import new_runs_sensor
-    from deepecgkit.analysis.synthetic import write_run_directory
+    from deepecgkit.rundir.write import write_run_directory
 
     resources = {
         "run_roots": RunRootsResource(roots=str(root), recursive=True),
@@ -137,12 +137,7 @@ def bench_sensor(root: Path, output: Path) -> None:
 
 def _library_build(root: Path, out: Path) -> None:
     """Baseline: everything the graph computes, called directly on the library."""
-    from deepecgkit.analysis.aggregation import (
-        aggregate_runs,
-        discover_runs,
-        reconcile_averaging,
-        runs_to_frame,
-    )
+    from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
     from deepecgkit.analysis.latex import (
         file_stems,
         flip_survival_table,
@@ -152,6 +147,8 @@ def _library_build(root: Path, out: Path) -> None:
         write_tables,
     )
     from deepecgkit.analysis.ranking import all_flip_tests, rank_distribution, tau_summary
+    from deepecgkit.rundir.read import discover_runs
+    from deepecgkit.rundir.records import runs_to_frame
 
     records, _ = discover_runs([root], recursive=True)
     frame = runs_to_frame(records)
@@ -188,7 +185,7 @@ def _step_seconds(log: str) -> dict[str, float]:
 
 def bench_materialise() -> None:
     from deepecg_assets.resources import BUNDLED_CORPUS
-    from deepecgkit.analysis.constants import METRICS_FILENAME
+    from deepecgkit.rundir.format import METRICS_FILENAME
 
     with tempfile.TemporaryDirectory() as scratch:
         home, output = Path(scratch) / "home", Path(scratch) / "out"

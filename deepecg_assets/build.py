@@ -14,7 +14,7 @@ What reaches the terminal, and why:
   came for. The UI keeps every one of them either way (the event log is
   written to the instance, not through the console logger).
 - Progress lines: the library's progress records
-  (:mod:`deepecgkit.analysis.progress`: runs read, runs bootstrapped,
+  (:mod:`deepecgkit.progress`: runs read, runs bootstrapped,
   figures drawn; at most one line per loop every few seconds) and each
   step that took longer than :data:`LONG_STEP_SECONDS`, so a long build
   visibly moves. The corpus is not trained here (its runs are finished
@@ -43,9 +43,9 @@ from deepecg_assets.assets.report import REPORT_FOLDER
 from deepecg_assets.definitions import defs
 from deepecg_assets.io_managers import frame_from_csv
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
-from deepecgkit.analysis.compare.report import FIGURES_FOLDER
-from deepecgkit.analysis.progress import PROGRESS_ATTRIBUTE
 from deepecgkit.analysis.summary import build_summary, format_summary
+from deepecgkit.progress import PROGRESS_ATTRIBUTE
+from deepecgkit.statistical_report.report import FIGURES_FOLDER
 
 #: Instance folder when ``$DAGSTER_HOME`` is unset (the one ``scripts/run-demo`` always used).
 DEFAULT_DAGSTER_HOME = ".dagster_home"

@@ -13,21 +13,24 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from deepecg_assets.assets.tables import (
-    FLIP_TABLE_STEM,
-    RANK_TABLE_STEM,
-    TAU_TABLE_STEM,
-    results_table_stems,
-    table_paths,
-)
-from deepecg_assets.assets.transfer import LISTED_CELLS, TRANSFER_TABLE_STEM, failed_cells
+from deepecg_assets.assets.tables import table_paths
+from deepecg_assets.assets.transfer import LISTED_CELLS, failed_cells
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis.constants import (
     CORRECTION_UNAVAILABLE,
     VERDICT_SUPPORTED,
     VERDICT_UNTESTABLE,
 )
-from deepecgkit.analysis.latex import UNICODE_ENGINES, compile_table, latex_engine
+from deepecgkit.analysis.latex import (
+    FLIP_TABLE_STEM,
+    RANK_TABLE_STEM,
+    TAU_TABLE_STEM,
+    TRANSFER_TABLE_STEM,
+    UNICODE_ENGINES,
+    compile_table,
+    latex_engine,
+    results_table_stems,
+)
 from deepecgkit.analysis.ranking import rank_within_seed
 from deepecgkit.analysis.statistics import collapse_gap_floor, is_bimodal
 

@@ -1,12 +1,30 @@
-"""The code location: ``deepecg_assets.definitions:defs``."""
+"""The code location: ``deepecg_assets.definitions:defs``.
+
+The default resources are built here, where the whole location is put
+together: the frame IO manager shares the one output-folder resource, so a
+path set for ``output_folder`` in the launchpad applies to stored frames too.
+"""
 
 import dagster as dg
 
 from deepecg_assets.assets import ALL_ASSETS
 from deepecg_assets.checks import ALL_CHECKS
-from deepecg_assets.resources import default_resources
-from deepecg_assets.schedules import automation_sensor, nightly_refresh
-from deepecg_assets.sensors import new_runs_sensor
+from deepecg_assets.io_managers import FrameIOManager
+from deepecg_assets.resources import AnalysisSettings, OutputFolderResource, RunRootsResource
+from deepecg_assets.schedules import nightly_refresh
+from deepecg_assets.sensors import automation_sensor, new_runs_sensor
+
+
+def default_resources() -> dict[str, object]:
+    """The resources of the code location, configured from the environment."""
+    output = OutputFolderResource()
+    return {
+        "run_roots": RunRootsResource(),
+        "output_folder": output,
+        "analysis": AnalysisSettings(),
+        "io_manager": FrameIOManager(output=output),
+    }
+
 
 defs = dg.Definitions(
     assets=ALL_ASSETS,

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from deepecg_assets.resources import OutputFolderResource
-from deepecgkit.analysis._int_columns import exact_int_array
-from deepecgkit.analysis._io import atomic_write_text
+from deepecgkit.io import atomic_write_text
+from deepecgkit.rundir.int_columns import exact_int_array
 
 #: Columns that always hold text.
 STRING_COLUMNS = frozenset(

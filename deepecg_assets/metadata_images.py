@@ -25,8 +25,8 @@ from pathlib import Path
 import dagster as dg
 from PIL import Image
 
-from deepecgkit.analysis._io import atomic_write_bytes, remove_file
 from deepecgkit.analysis.table_images import TableImageError, render_table_png
+from deepecgkit.io import atomic_write_bytes, remove_file
 
 #: Metadata key of a table's picture: ``image_<stem>``, the stem of its ``.tex``.
 IMAGE_PREFIX = "image_"

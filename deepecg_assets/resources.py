@@ -13,7 +13,8 @@ variable               default                        meaning
 
 A field set explicitly (in tests, or in the launchpad's ``resources``
 section) wins over the environment. The analysis settings are ordinary run
-configuration with the defaults of ``00-decisions.md``.
+configuration with the defaults of :mod:`deepecgkit.analysis.constants`. The
+default resources of the code location are built in ``definitions.py``.
 """
 
 import os
@@ -21,8 +22,9 @@ from pathlib import Path
 
 import dagster as dg
 import pandas as pd
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from deepecgkit._compat import moved_names
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
     CORRECTIONS,
@@ -33,9 +35,9 @@ from deepecgkit.analysis.constants import (
     FDR_METHODS,
     MIN_TEST_GROUPS,
     NADEAU_BENGIO,
-    ON_DUPLICATE_NEWEST,
-    ON_DUPLICATE_POLICIES,
 )
+from deepecgkit.rundir.metrics import unaliased
+from deepecgkit.rundir.read import ON_DUPLICATE_NEWEST, ON_DUPLICATE_POLICIES
 
 #: Environment variables read by the resources.
 RUNS_ENV = "DEEPECG_RUNS"
@@ -175,6 +177,12 @@ class AnalysisSettings(dg.ConfigurableResource):
     min_test_groups: int = Field(default=MIN_TEST_GROUPS, ge=0)
     claims: list[ClaimConfig] = Field(default_factory=list, description="rank claims to evaluate")
 
+    @field_validator("metric")
+    @classmethod
+    def _canonical_metric(cls, metric: str) -> str:
+        """Aliases are accepted on input (``auc`` for ``auroc``); the assets use the name."""
+        return unaliased(metric)
+
     def checked(self) -> "AnalysisSettings":
         """These settings, after checking every choice; ``dagster.Failure`` naming the allowed ones.
 
@@ -249,18 +257,7 @@ class AnalysisSettings(dg.ConfigurableResource):
         return notes
 
 
-def default_resources() -> dict[str, object]:
-    """The resources of the code location, configured from the environment.
-
-    The frame IO manager shares the one output-folder resource, so a path set
-    for ``output_folder`` in the launchpad applies to stored frames too.
-    """
-    from deepecg_assets.io_managers import FrameIOManager
-
-    output = OutputFolderResource()
-    return {
-        "run_roots": RunRootsResource(),
-        "output_folder": output,
-        "analysis": AnalysisSettings(),
-        "io_manager": FrameIOManager(output=output),
-    }
+#: Names that moved (old import paths, one release): the location's default resources
+#: are built where the location is put together.
+__moved__ = {"default_resources": "deepecg_assets.definitions"}
+__getattr__ = moved_names(__name__, __moved__)

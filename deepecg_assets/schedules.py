@@ -2,6 +2,8 @@
 
 import dagster as dg
 
+from deepecgkit._compat import moved_names
+
 #: 03:00 every day, when no one is waiting for a table.
 NIGHTLY_CRON = "0 3 * * *"
 
@@ -16,13 +18,7 @@ nightly_refresh = dg.ScheduleDefinition(
     ),
 )
 
-#: Evaluates the eager automation conditions of the downstream assets.
-automation_sensor = dg.AutomationConditionSensorDefinition(
-    "deepecg_automation_sensor",
-    target=dg.AssetSelection.all(),
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description=(
-        "Watches every asset's upstream materialisations and materialises the downstream "
-        "assets (frames, tables, report) as soon as an input changes (eager automation)."
-    ),
-)
+
+#: Names that moved (old import paths, one release).
+__moved__ = {"automation_sensor": "deepecg_assets.sensors"}
+__getattr__ = moved_names(__name__, __moved__)

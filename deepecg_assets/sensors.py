@@ -1,4 +1,6 @@
-"""``new_runs_sensor``: request a refresh when run directories are added, changed or removed.
+"""Sensors: ``new_runs_sensor`` watches the run roots, ``automation_sensor`` the eager assets.
+
+``new_runs_sensor`` requests a refresh when run directories are added, changed or removed.
 
 Run directories are not Dagster partitions (a partition per seed would mean
 one Dagster run per seed and tens of thousands of partitions); instead the
@@ -18,8 +20,10 @@ state (a run deleted and written again) is still refreshed.
 import dagster as dg
 
 from deepecg_assets.resources import OutputFolderResource, RunRootError, RunRootsResource
-from deepecgkit.analysis.run_cache import RunCache, scan_tree_state
+from deepecgkit.rundir.cache import RunCache, scan_tree_state
 
+#: The automation condition of every derived asset: refresh as soon as an input changes.
+EAGER = dg.AutomationCondition.eager()
 #: Everything that depends on the run roots.
 REFRESH_SELECTION = dg.AssetSelection.assets("discovered_runs").downstream()
 #: Seconds between ticks.
@@ -82,3 +86,15 @@ def new_runs_sensor(
         ],
         cursor=state.digest,
     )
+
+
+#: Evaluates the eager automation conditions of the downstream assets.
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "deepecg_automation_sensor",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description=(
+        "Watches every asset's upstream materialisations and materialises the downstream "
+        "assets (frames, tables, report) as soon as an input changes (eager automation)."
+    ),
+)

@@ -24,7 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "rank distributions, Kendall tau and cross-dataset flip tests",
     ),
     "report": (
-        "deepecgkit.analysis.report_cli",
+        "deepecgkit.statistical_report.cli",
         "group-bootstrap statistical report from stored predictions",
     ),
     "train-grid": (

@@ -46,25 +46,24 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Workspace file that loads ``deepecg_assets.definitions``.
 WORKSPACE_FILE = REPO_ROOT / "workspace.yaml"
-#: The analysis and table assets of the contract (platform.md, "Asset graph").
-#: ``transfer_matrix``, ``transfer_table`` and ``statistical_report`` are left
-#: out: they only have work to do where runs kept checkpoints or predictions,
-#: and on the bundled corpus they take about a minute to build.
-ASSET_KEYS: tuple[str, ...] = (
-    "discovered_runs",
-    "run_metrics",
-    "reconciled_runs",
-    "averaging_conflicts",
-    "aggregates",
-    "rank_distribution",
-    "tau_summary",
-    "flip_grid",
-    "rank_claims",
-    "results_tables",
-    "rank_table",
-    "tau_table",
-    "flip_table",
-)
+#: Assets left out of the browser check: they only have work to do where runs kept
+#: checkpoints or predictions, and on the bundled corpus they take about a minute.
+SLOW_ASSETS = frozenset({"transfer_matrix", "transfer_table", "statistical_report"})
+
+
+def asset_keys() -> tuple[str, ...]:
+    """Every asset of ``defs`` but :data:`SLOW_ASSETS`, in graph order (dependencies first)."""
+    from deepecg_assets.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    ordered = graph.toposorted_asset_keys
+    return tuple(
+        name for name in (key.to_user_string() for key in ordered) if name not in SLOW_ASSETS
+    )
+
+
+#: The analysis and table assets the browser must draw and build.
+ASSET_KEYS: tuple[str, ...] = asset_keys()
 #: Debian's Chromium (package ``chromium``).
 CHROMIUM_EXECUTABLE = Path("/usr/bin/chromium")
 #: Flags that keep a headless Chromium quiet on a machine without internet.

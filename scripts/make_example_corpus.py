@@ -45,6 +45,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from deepecgkit.rundir.format import CALIBRATION_METRICS, SINGLE_LABEL_METRICS
+from deepecgkit.rundir.metrics import PRIMARY_METRIC
+
 TARGET = Path(__file__).resolve().parent.parent / "deepecg_assets" / "example_corpus"
 MODELS = ("simple-cnn", "resnet1d", "se-resnet", "logreg-features")
 #: The contrast datasets (``deepecgkit.datasets.synthetic.CONTRAST_DATASETS``).
@@ -57,17 +60,9 @@ DEFAULT_JOBS = 2
 #: Torch threads per worker: one, so that results do not depend on the machine.
 THREADS_PER_WORKER = 1
 #: The demo's metric, FDR level and the metrics whose cells must not saturate.
-FLIP_METRIC = "f1"
+FLIP_METRIC = PRIMARY_METRIC
 FDR_LEVEL = 0.05
-SATURATION_METRICS = (
-    "accuracy",
-    "balanced_accuracy",
-    "precision",
-    "recall",
-    "f1",
-    "auroc",
-    "mcc",
-)
+SATURATION_METRICS = tuple(name for name in SINGLE_LABEL_METRICS if name not in CALIBRATION_METRICS)
 #: Digits the results tables print: a cell "saturates" when its mean and both
 #: interval bounds print as 1.000.
 PRINTED_DIGITS = 3
@@ -169,13 +164,10 @@ def train_corpus(
 
 def corpus_frames(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The reconciled runs, their aggregates and the flip grid, as the platform computes them."""
-    from deepecgkit.analysis.aggregation import (
-        aggregate_runs,
-        discover_runs,
-        reconcile_averaging,
-        runs_to_frame,
-    )
+    from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
     from deepecgkit.analysis.ranking import all_flip_tests
+    from deepecgkit.rundir.read import discover_runs
+    from deepecgkit.rundir.records import runs_to_frame
 
     records, _ = discover_runs([root], recursive=True)
     reconciled, _ = reconcile_averaging(runs_to_frame(records))

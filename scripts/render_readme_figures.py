@@ -38,12 +38,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from deepecgkit.analysis._io import atomic_write_bytes
-from deepecgkit.analysis.aggregation import discover_runs
-from deepecgkit.analysis.checkpoints import find_encoder_checkpoints
 from deepecgkit.analysis.table_images import TableImageError, render_table_png
 from deepecgkit.cli import main as deepecg
 from deepecgkit.evaluation.constants import RANDOM_INIT
+from deepecgkit.io import atomic_write_bytes
+from deepecgkit.rundir.read import discover_runs, find_encoder_checkpoints
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: The corpus the README describes (``deepecg_assets.resources.BUNDLED_CORPUS``,
@@ -178,7 +177,7 @@ def built_transfer_heatmap(output: Path) -> tuple[bytes, list[str]]:
 def transfer_heatmap(work: Path) -> tuple[bytes, list[str]]:
     """One architecture's transfer matrix, computed and drawn as the transfer assets do."""
     # Imported here: the probing code imports torch, which the other pictures never need.
-    from deepecgkit.evaluation.representation import cross_dataset_transfer
+    from deepecgkit.evaluation.transfer import cross_dataset_transfer
     from deepecgkit.evaluation.visualization import plot_transfer_matrix
 
     records, _ = discover_runs([CORPUS], recursive=True)

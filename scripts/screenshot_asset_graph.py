@@ -28,7 +28,7 @@ from asset_graph_browser import (
     write_instance_config,
 )
 
-from deepecgkit.analysis._io import atomic_write_bytes
+from deepecgkit.io import atomic_write_bytes
 
 #: Where the README expects the picture.
 DEFAULT_OUTPUT = REPO_ROOT / "docs" / "asset-graph.png"

@@ -15,8 +15,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from deepecgkit.analysis.aggregation import discover_runs, reconcile_averaging, runs_to_frame
-from deepecgkit.analysis.synthetic import SplitSizes, write_run_directory
+from deepecgkit.analysis.aggregation import reconcile_averaging
+from deepecgkit.rundir.read import discover_runs
+from deepecgkit.rundir.records import runs_to_frame
+from deepecgkit.rundir.synthetic import SplitSizes
+from deepecgkit.rundir.write import write_run_directory
 
 #: F1 by seed of the worked example (analysis.md section 8).
 WORKED_EXAMPLE_F1 = {

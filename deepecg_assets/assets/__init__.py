@@ -1,33 +1,17 @@
-"""Every asset of the platform, grouped by what it holds."""
+"""Every asset of the platform, gathered from the modules that define them, by group.
 
-from deepecg_assets.assets.analysis import (
-    aggregates,
-    flip_grid,
-    rank_claims,
-    rank_distribution,
-    tau_summary,
-)
-from deepecg_assets.assets.discovery import discovered_runs, reconcile, run_metrics
-from deepecg_assets.assets.report import statistical_report
-from deepecg_assets.assets.tables import flip_table, rank_table, results_tables, tau_table
-from deepecg_assets.assets.transfer import transfer_matrix, transfer_table
+``discovery`` (which runs exist), ``analysis`` (aggregates, ranks, flips, claims),
+``tables`` (the ``.tex`` files), ``report`` (the statistical report) and
+``transfer`` (linear-probe transfer matrices). The list is derived from the
+modules, so an asset defined in one of them is part of the location.
+"""
 
-ALL_ASSETS = [
-    discovered_runs,
-    run_metrics,
-    reconcile,
-    aggregates,
-    rank_distribution,
-    tau_summary,
-    flip_grid,
-    rank_claims,
-    results_tables,
-    rank_table,
-    tau_table,
-    flip_table,
-    statistical_report,
-    transfer_matrix,
-    transfer_table,
-]
+import dagster as dg
 
-__all__ = ["ALL_ASSETS"]
+from deepecg_assets.assets import analysis, discovery, report, tables, transfer
+
+#: The asset modules, upstream first.
+ASSET_MODULES = (discovery, analysis, tables, report, transfer)
+ALL_ASSETS = list(dg.load_assets_from_modules(list(ASSET_MODULES)))
+
+__all__ = ["ALL_ASSETS", "ASSET_MODULES"]

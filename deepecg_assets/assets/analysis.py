@@ -1,14 +1,13 @@
 """Analysis assets: per-seed aggregates, rank distributions, Kendall tau, flips, claims."""
 
 import json
-import math
 from typing import Any
 
 import dagster as dg
 import pandas as pd
 
-from deepecg_assets.assets.discovery import EAGER
 from deepecg_assets.resources import AnalysisSettings
+from deepecg_assets.sensors import EAGER
 from deepecgkit.analysis.aggregation import aggregate_runs
 from deepecgkit.analysis.constants import VERDICTS
 from deepecgkit.analysis.ranking import (
@@ -17,6 +16,7 @@ from deepecgkit.analysis.ranking import (
     rank_distribution as rank_distribution_frame,
     tau_summary as tau_summary_frame,
 )
+from deepecgkit.io import json_ready
 
 ANALYSIS_GROUP = "analysis"
 _KINDS = {"pandas", "csv"}
@@ -45,12 +45,6 @@ def restricted(frame: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
     if analysis.datasets and len(frame):
         frame = frame.loc[frame["dataset"].isin(analysis.datasets)]
     return frame
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
@@ -135,14 +129,13 @@ def rank_claims(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd
             claim.model,
             claim.dataset_best,
             claim.dataset_worst,
-            analysis.metric,
+            metric=analysis.metric,
             opponents=claim.opponents,
             confidence_level=analysis.confidence_level,
             correction=analysis.correction,
             min_test_groups=analysis.min_test_groups,
             strict_correction=analysis.strict_correction,
         )
-        components = [{k: _json_value(v) for k, v in c.items()} for c in result["components"]]
-        result["components"] = json.dumps(components)
+        result["components"] = json.dumps(json_ready(result["components"]))
         rows.append({column: result[column] for column in CLAIM_COLUMNS})
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)

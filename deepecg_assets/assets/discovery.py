@@ -1,8 +1,6 @@
 """Discovery assets: which runs exist, their long metrics frame, averaging reconciliation."""
 
-import json
 import warnings
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -14,72 +12,28 @@ from deepecg_assets.resources import (
     RunRootError,
     RunRootsResource,
 )
-from deepecgkit.analysis._int_columns import exact_int_array, exact_int_value
-from deepecgkit.analysis.aggregation import (
+from deepecg_assets.sensors import EAGER
+from deepecgkit._compat import moved_names
+from deepecgkit.analysis.aggregation import reconcile_averaging
+from deepecgkit.rundir.cache import RunCache
+from deepecgkit.rundir.read import discover_runs
+from deepecgkit.rundir.records import (
     DIAGNOSTIC_KEYS,
-    RunRecord,
-    discover_runs,
-    reconcile_averaging,
+    frame_to_records,
+    records_to_frame,
     runs_to_frame,
 )
-from deepecgkit.analysis.run_cache import RunCache
 
 DISCOVERY_GROUP = "discovery"
-EAGER = dg.AutomationCondition.eager()
 
-#: Columns of the ``discovered_runs`` frame: the RunRecord fields, metrics as JSON text.
-RECORD_COLUMNS = list(RunRecord._fields)
-
-
-#: Integer fields of a record, stored as exact integer columns.
-_INT_FIELDS = ("seed", "n_train", "n_val", "n_test", "n_test_groups", "returncode")
-
-
-def records_to_frame(records: list[RunRecord]) -> pd.DataFrame:
-    """One row per record; ``metrics`` and ``suspect`` become JSON text so the frame fits a CSV.
-
-    Seeds, split sizes and return codes are exact integer columns (int64,
-    nullable Int64, or Python ints for a seed beyond int64), never float.
-    """
-    rows = []
-    for record in records:
-        row = record._asdict()
-        row["run_dir"] = str(record.run_dir)
-        row["metrics"] = json.dumps(record.metrics)
-        row["suspect"] = json.dumps(list(record.suspect))
-        rows.append(row)
-    frame = pd.DataFrame(rows, columns=RECORD_COLUMNS)
-    for field in _INT_FIELDS:
-        frame[field] = exact_int_array([getattr(record, field) for record in records])
-    return frame
-
-
-def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
-    """Inverse of :func:`records_to_frame` (as stored and reloaded by the IO manager)."""
-    records = []
-    for row in frame.to_dict("records"):
-        fingerprint = row.get("fingerprint")
-        records.append(
-            RunRecord(
-                run_dir=Path(row["run_dir"]),
-                model=str(row["model"]),
-                dataset=str(row["dataset"]),
-                seed=exact_int_value(row["seed"]),
-                multi_label=bool(row["multi_label"]),
-                averaging=str(row["averaging"]),
-                metrics={k: float(v) for k, v in json.loads(row["metrics"]).items()},
-                n_train=exact_int_value(row["n_train"]),
-                n_val=exact_int_value(row["n_val"]),
-                n_test=exact_int_value(row["n_test"]),
-                n_test_groups=exact_int_value(row["n_test_groups"]),
-                mtime=float(row["mtime"]),
-                returncode=exact_int_value(row["returncode"]),
-                fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
-                suspect=tuple(json.loads(row.get("suspect") or "[]")),
-            )
-        )
-    return records
-
+#: Names that moved (old import paths, one release): the record codec lives with the
+#: records, the automation condition with the automation sensor.
+__moved__ = {
+    "records_to_frame": "deepecgkit.rundir.records",
+    "frame_to_records": "deepecgkit.rundir.records",
+    "RECORD_COLUMNS": "deepecgkit.rundir.records",
+}
+__getattr__ = moved_names(__name__, __moved__)
 
 #: Check attached to ``discovered_runs``: every run directory could be read, succeeded, and
 #: had nothing set aside.

@@ -6,7 +6,7 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from deepecg_assets.assets.discovery import EAGER
+from deepecg_assets.assets.analysis import restricted
 from deepecg_assets.io_managers import markdown_preview
 from deepecg_assets.metadata_images import figure_metadata
 from deepecg_assets.resources import (
@@ -15,9 +15,11 @@ from deepecg_assets.resources import (
     RunRootError,
     RunRootsResource,
 )
-from deepecgkit.analysis.compare import ComparisonError, statistical_report as build_report
-from deepecgkit.analysis.compare.report import MAX_REPORT_BINS
+from deepecg_assets.sensors import EAGER
+from deepecgkit.analysis.compare.errors import ComparisonError
 from deepecgkit.analysis.constants import DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_RESAMPLES, REPORT_BINS
+from deepecgkit.statistical_report import statistical_report as build_report
+from deepecgkit.statistical_report.report import MAX_REPORT_BINS
 
 REPORT_GROUP = "report"
 #: Folder of the report under the output folder.
@@ -60,32 +62,37 @@ class ReportConfig(dg.Config):
 
 @dg.asset(
     group_name=REPORT_GROUP,
-    deps=["discovered_runs"],
     automation_condition=EAGER,
     kinds={"python", "csv", "pdf"},
 )
 def statistical_report(
     config: ReportConfig,
+    discovered_runs: pd.DataFrame,
     run_roots: RunRootsResource,
     output_folder: OutputFolderResource,
     analysis: AnalysisSettings,
 ) -> dg.MaterializeResult:
-    """Group-bootstrap intervals, calibration and reliability diagrams from stored predictions.
+    """The group-bootstrap report of the discovered runs that kept predictions, with exclusions.
 
-    The report of ``deepecg report`` over the runs that kept predictions,
-    written to ``<output>/report`` (CSV tables, ``figures/``, ``manifest.json``).
-    Look at: included_runs and exclusion_reasons (runs the report could not
-    use, and why), and run_summary (per-run intervals, ECE among them).
+    Reports exactly the runs of ``discovered_runs`` (its roots, depth,
+    duplicate, legacy and failed-run settings) restricted to the ``analysis``
+    models and datasets, written to ``<output>/report`` (CSV tables,
+    ``figures/``, ``manifest.json``). Look at: included_runs and
+    exclusion_reasons (runs the report could not use, and why), and
+    run_summary (per-run intervals, ECE among them).
     """
+    analysis.checked()
     try:
         roots = run_roots.checked_roots()
     except RunRootError as exc:
         raise dg.Failure(description=str(exc)) from None
+    runs = restricted(discovered_runs, analysis)
     out_dir = output_folder.root() / REPORT_FOLDER
     try:
         result = build_report(
             roots,
             out_dir,
+            run_dirs=list(runs["run_dir"]) if len(runs) else [],
             bins=config.bins,
             n_resamples=config.n_resamples,
             confidence_level=analysis.confidence_level,

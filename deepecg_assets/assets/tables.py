@@ -10,32 +10,32 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from deepecg_assets.assets.discovery import EAGER
 from deepecg_assets.metadata_images import picture_name, table_picture_metadata
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
-from deepecgkit.analysis._io import atomic_write_text, remove_file
+from deepecg_assets.sensors import EAGER
 from deepecgkit.analysis.latex import (
-    file_stems,
+    FLIP_TABLE_STEM,
+    RANK_TABLE_STEM,
+    RESULTS_INDEX,
+    RESULTS_TABLE_PREFIX,
+    TAU_TABLE_STEM,
     flip_survival_table,
     rank_distribution_table,
     results_table,
+    results_table_stems,
     table_index_text,
     tau_table as kendall_tau_table,
     write_tables,
 )
+from deepecgkit.io import atomic_write_text, remove_file
 
 TABLES_GROUP = "tables"
 _KINDS = {"latex"}
 #: Characters of a table shown in the UI preview.
 PREVIEW_CHARACTERS = 3000
 
-#: Stems of the single-file tables, by asset name.
-RANK_TABLE_STEM = "rank_distribution"
-TAU_TABLE_STEM = "kendall_tau"
-FLIP_TABLE_STEM = "flip_survival"
-RESULTS_PREFIX = "results_"
-#: Which dataset each results table holds (file names of long names are hashed).
-RESULTS_INDEX = "results_tables.json"
+#: Prefix of the results tables (the stems are those of :mod:`deepecgkit.analysis.latex`).
+RESULTS_PREFIX = RESULTS_TABLE_PREFIX
 #: What each single-file table is, in words: the start of its picture's alt text.
 RANK_TABLE_TITLE = "rank table"
 TAU_TABLE_TITLE = "Kendall tau table"
@@ -65,11 +65,6 @@ def _written(
             f"```latex\n{tables[first][:PREVIEW_CHARACTERS]}\n```"
         )
     return dg.MaterializeResult(metadata=metadata)
-
-
-def results_table_stems(datasets: list[str]) -> dict[str, str]:
-    """Table stem of each dataset's results table (``results_<stem>``)."""
-    return {name: RESULTS_PREFIX + stem for name, stem in file_stems(datasets).items()}
 
 
 def table_paths(output_folder: OutputFolderResource, stems: list[str]) -> list[Path]:

@@ -11,25 +11,29 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from deepecg_assets.assets.discovery import EAGER, frame_to_records
-from deepecg_assets.assets.tables import remove_stale
+from deepecg_assets.assets.tables import PREVIEW_CHARACTERS, remove_stale
 from deepecg_assets.metadata_images import figure_metadata, picture_name, table_picture_metadata
 from deepecg_assets.resources import OutputFolderResource
-from deepecgkit.analysis._io import atomic_write_text
-from deepecgkit.analysis.checkpoints import find_encoder_checkpoints
+from deepecg_assets.sensors import EAGER
 from deepecgkit.analysis.latex import (
+    TRANSFER_INDEX,
+    TRANSFER_TABLE_STEM,
     file_stems,
     table_index_text,
     transfer_matrix_table,
     write_tables,
 )
-from deepecgkit.evaluation.constants import DEFAULT_PROBE_METRIC, PROBE_METRICS, RANDOM_INIT
+from deepecgkit.evaluation.constants import (
+    DEFAULT_PROBE_METRIC,
+    DEFAULT_PROBE_RANDOM_STATE,
+    PROBE_METRICS,
+    RANDOM_INIT,
+)
+from deepecgkit.io import atomic_write_text
+from deepecgkit.rundir.read import find_encoder_checkpoints
+from deepecgkit.rundir.records import frame_to_records
 
 TRANSFER_GROUP = "transfer"
-#: Stem of the table file (one table per architecture inside).
-TRANSFER_TABLE_STEM = "transfer_matrix"
-#: Which architecture each heat-map figure shows (long names are hashed).
-TRANSFER_INDEX = "transfer_matrix_figures.json"
 #: Columns of the ``transfer_matrix`` frame.
 TRANSFER_COLUMNS = [
     "model_name",
@@ -56,7 +60,9 @@ class TransferConfig(dg.Config):
     architectures: list[str] | None = Field(
         default=None, description="architectures to probe (default: every one with checkpoints)"
     )
-    seed: int = Field(default=42, ge=0, description="seed of the probe splits")
+    seed: int = Field(
+        default=DEFAULT_PROBE_RANDOM_STATE, ge=0, description="seed of the probe splits"
+    )
     device: str = Field(default="auto", description="where encoders run")
 
 
@@ -110,7 +116,7 @@ def transfer_matrix(
             },
         )
 
-    from deepecgkit.evaluation.representation import cross_dataset_transfer
+    from deepecgkit.evaluation.transfer import cross_dataset_transfer
     from deepecgkit.registry import get_dataset_names
 
     registered = set(get_dataset_names())
@@ -236,7 +242,9 @@ def transfer_table(
     stale = remove_stale(tables_dir, f"{TRANSFER_TABLE_STEM}*", current)
     metadata: dict[str, object] = {
         "path": dg.MetadataValue.path(path),
-        "preview": dg.MetadataValue.md(f"```latex\n{tables[TRANSFER_TABLE_STEM][:3000]}\n```"),
+        "preview": dg.MetadataValue.md(
+            f"```latex\n{tables[TRANSFER_TABLE_STEM][:PREVIEW_CHARACTERS]}\n```"
+        ),
         "index": dg.MetadataValue.path(str(tables_dir / TRANSFER_INDEX)),
         "removed_stale": dg.MetadataValue.json(stale),
     }

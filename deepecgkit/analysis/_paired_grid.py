@@ -14,7 +14,8 @@ instead. It follows the same definitions step for step:
    mean sizes (and the correction actually applied), the Student-t interval
    and p-value, the scale-aware bimodality flag.
 3. Every flip row picks its two components by index and is classified with
-   ``np.select`` in the fixed decision order of ``00-decisions.md``; its
+   ``np.select`` in the fixed decision order of docs/statistics.md (flip table,
+   ``verdict``); its
    directional ``p_reversal`` comes from the two components' p-values and
    means.
 
@@ -30,9 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from deepecgkit.analysis._int_columns import exact_int_series
 from deepecgkit.analysis.constants import (
-    AVERAGING_UNKNOWN,
     CORRECTION_UNAVAILABLE,
     NADEAU_BENGIO,
     NO_CORRECTION,
@@ -52,6 +51,8 @@ from deepecgkit.analysis.statistics import (
     is_bimodal,
     reversal_p_value,
 )
+from deepecgkit.rundir.format import AVERAGING_UNKNOWN
+from deepecgkit.rundir.int_columns import exact_int_series
 
 _SIZE_COLUMNS = ("n_train", "n_test", "n_test_groups")
 #: Distinct averaging strings representable in one uint64 bit mask.

@@ -26,20 +26,7 @@ from typing import Any, NoReturn
 
 import pandas as pd
 
-from deepecgkit.analysis._io import (
-    UnreadableFileError,
-    atomic_write_text,
-    read_regular_file,
-    remove_file,
-)
-from deepecgkit.analysis.aggregation import (
-    DIAGNOSTIC_KEYS,
-    RunRecord,
-    aggregate_runs,
-    discover_runs,
-    reconcile_averaging,
-    runs_to_frame,
-)
+from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
     CORRECTION_UNAVAILABLE,
@@ -50,19 +37,21 @@ from deepecgkit.analysis.constants import (
     FDR_FAMILY_TESTABLE,
     FDR_METHODS,
     NADEAU_BENGIO,
-    ON_DUPLICATE_NEWEST,
-    ON_DUPLICATE_POLICIES,
     VERDICTS,
 )
 from deepecgkit.analysis.latex import (
+    FLIP_TABLE_STEM,
+    RANK_TABLE_STEM,
+    RESULTS_INDEX,
+    TAU_TABLE_STEM,
     UNICODE_ENGINES,
     compile_table,
-    file_stems,
     flip_survival_table,
     latex_engine,
     needs_unicode_engine,
     rank_distribution_table,
     results_table,
+    results_table_stems,
     table_index_text,
     tau_table,
     write_tables,
@@ -74,6 +63,17 @@ from deepecgkit.analysis.ranking import (
     rank_within_seed,
     tau_summary,
 )
+from deepecgkit.io import (
+    UnreadableFileError,
+    atomic_write_text,
+    frame_csv_text,
+    json_text,
+    read_regular_file,
+    remove_file,
+)
+from deepecgkit.rundir.metrics import PRIMARY_METRIC, unaliased
+from deepecgkit.rundir.read import ON_DUPLICATE_NEWEST, ON_DUPLICATE_POLICIES, discover_runs
+from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, RunRecord, runs_to_frame
 
 __all__ = ["main", "one_line"]
 
@@ -82,11 +82,21 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 #: Metric summarised per dataset in the ``aggregate`` printout.
-SUMMARY_METRIC = "f1"
+SUMMARY_METRIC = PRIMARY_METRIC
+#: Files of ``deepecg aggregate`` and ``deepecg rank`` (the ``.tex`` tables are named
+#: by the stems of :mod:`deepecgkit.analysis.latex`, shared with the table assets).
+RUNS_FILE = "runs.csv"
+AGGREGATE_FILE = "aggregate.csv"
+AVERAGING_CONFLICTS_FILE = "averaging_conflicts.csv"
+DIAGNOSTICS_FILE = "diagnostics.csv"
+RANKS_FILE = "ranks.csv"
+RANK_DISTRIBUTION_FILE = f"{RANK_TABLE_STEM}.csv"
+TAU_FILE = f"{TAU_TABLE_STEM}.csv"
+FLIP_TESTS_FILE = "flip_tests.csv"
+CLAIM_FILE = "claim.json"
+TEX_SUFFIX = ".tex"
 #: Diagnostics key of usable runs from which something was set aside.
 SUSPECT = "suspect"
-#: Which dataset each ``results_<stem>.tex`` holds (long names give hashed stems).
-RESULTS_INDEX = "results_tables.json"
 
 
 class UsageError(Exception):
@@ -202,7 +212,7 @@ class _Output:
             raise DataError(f"cannot create output folder {directory}: {exc.strerror}") from exc
 
     def csv(self, name: str, frame: pd.DataFrame) -> None:
-        self.text(name, frame.to_csv(index=False))
+        self.text(name, frame_csv_text(frame))
 
     def text(self, name: str, content: str) -> None:
         path = self.directory / name
@@ -229,7 +239,7 @@ class _Output:
             if not needs_unicode_engine(tables[stem]):
                 continue
             engine = latex_engine(tables[stem])
-            name = f"{stem}.tex"
+            name = f"{stem}{TEX_SUFFIX}"
             if engine is None:
                 warn(
                     f"{name} holds characters pdflatex cannot typeset; compile it with "
@@ -257,7 +267,7 @@ class _Output:
         stale = [
             name
             for name in sorted(previous if isinstance(previous, dict) else {})
-            if name not in current and Path(name).name == name and name.endswith(".tex")
+            if name not in current and Path(name).name == name and name.endswith(TEX_SUFFIX)
         ]
         return [name for name in stale if remove_file(self.directory / name)]
 
@@ -321,21 +331,19 @@ def _aggregate(
     runs = runs_to_frame(records)
     reconciled, conflicts = reconcile_averaging(runs)
     aggregated = aggregate_runs(reconciled, args.confidence_level)
-    output.csv("runs.csv", runs)
-    output.csv("aggregate.csv", aggregated)
-    output.csv("averaging_conflicts.csv", conflicts)
-    output.csv("diagnostics.csv", _diagnostics_frame(diagnostics))
+    output.csv(RUNS_FILE, runs)
+    output.csv(AGGREGATE_FILE, aggregated)
+    output.csv(AVERAGING_CONFLICTS_FILE, conflicts)
+    output.csv(DIAGNOSTICS_FILE, _diagnostics_frame(diagnostics))
     stale: list[str] = []
     if args.latex:
-        stems = file_stems(aggregated["dataset"].astype(str).unique())
+        stems = results_table_stems(aggregated["dataset"].astype(str).unique())
         tables = {
-            f"results_{stem}": results_table(
-                aggregated, dataset, confidence_level=args.confidence_level
-            )
+            stem: results_table(aggregated, dataset, confidence_level=args.confidence_level)
             for dataset, stem in stems.items()
         }
         output.tables(tables, warn)
-        index = {f"results_{stem}.tex": dataset for dataset, stem in stems.items()}
+        index = {f"{stem}{TEX_SUFFIX}": dataset for dataset, stem in stems.items()}
         stale = output.remove_stale(RESULTS_INDEX, index)
 
     lines = _summary_lines(records, diagnostics)
@@ -366,19 +374,6 @@ def _filter(frame: pd.DataFrame, column: str, names: Sequence[str] | None, warn:
         if name not in present:
             warn(f"{column} {name!r} matches no run")
     return frame.loc[frame[column].isin(names)]
-
-
-def _json_safe(value: Any) -> Any:
-    """Plain JSON values; NaN and infinities become null."""
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _tau_line(taus: pd.DataFrame, level: float) -> str:
@@ -458,11 +453,12 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
     frame = _filter(frame, "dataset", args.datasets, warn)
     if frame.empty:
         raise DataError("no runs left after the --models/--datasets filters")
-    metric_rows = frame.loc[frame["metric"] == args.metric]
+    metric = unaliased(args.metric)  # aliases (auc for auroc) are accepted on input
+    metric_rows = frame.loc[frame["metric"] == metric]
     if metric_rows.empty:
         raise DataError(f"no run reports metric '{args.metric}'")
 
-    level, metric = args.confidence_level, args.metric
+    level = args.confidence_level
     ranks = rank_within_seed(frame, metric)
     distribution = rank_distribution(frame, metric)
     taus = tau_summary(frame, metric, confidence_level=level)
@@ -491,20 +487,20 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
             model,
             best,
             worst,
-            metric,
+            metric=metric,
             opponents=opponents,
             confidence_level=level,
             correction=args.correction,
             strict_correction=args.strict_correction,
         )
 
-    output.csv("ranks.csv", ranks)
-    output.csv("diagnostics.csv", _diagnostics_frame(diagnostics))
-    output.csv("rank_distribution.csv", distribution)
-    output.csv("kendall_tau.csv", taus)
-    output.csv("flip_tests.csv", flips)
+    output.csv(RANKS_FILE, ranks)
+    output.csv(DIAGNOSTICS_FILE, _diagnostics_frame(diagnostics))
+    output.csv(RANK_DISTRIBUTION_FILE, distribution)
+    output.csv(TAU_FILE, taus)
+    output.csv(FLIP_TESTS_FILE, flips)
     if claim is not None:
-        output.text("claim.json", json.dumps(_json_safe(claim), indent=2) + "\n")
+        output.text(CLAIM_FILE, json_text(claim))
     if args.latex:
         exclusions = []
         if args.models:
@@ -513,11 +509,11 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
             exclusions.append("datasets: " + ", ".join(args.datasets))
         output.tables(
             {
-                "rank_distribution": rank_distribution_table(
+                RANK_TABLE_STEM: rank_distribution_table(
                     distribution, taus, metric=metric, confidence_level=level
                 ),
-                "kendall_tau": tau_table(taus, confidence_level=level),
-                "flip_survival": flip_survival_table(
+                TAU_TABLE_STEM: tau_table(taus, confidence_level=level),
+                FLIP_TABLE_STEM: flip_survival_table(
                     flips,
                     metric=metric,
                     exclusions=exclusions or None,

@@ -1,26 +1,27 @@
-"""Fixed names, thresholds and file names shared by the whole project.
+"""Named thresholds, defaults and exact strings of the analysis and the statistical report.
 
-Every value here is part of the public contract (see the specification's
-``00-decisions.md``): tests, the CLI, the Dagster platform and the
-evaluation package all read them from this one module, so a threshold is
+Every value here is part of the public contract: tests, the CLI, the Dagster
+platform and the report read them from this one module, so a threshold is
 defined exactly once. Callers override a value through the parameter that
 carries it, never by editing a copy.
 
-This module imports nothing but the standard library, so the evaluation
-package (which may import torch) and the analysis package (which must not)
-can both depend on it.
+The run-directory format (file names, metric schemas and ranges, averaging
+labels, duplicate policies) moved to :mod:`deepecgkit.rundir`; its old
+names here still work for one release, with a ``DeprecationWarning``
+(docs/architecture.md). This module imports nothing but the standard
+library and the registry modules.
 """
 
 from __future__ import annotations
 
-import math
+from deepecgkit._compat import moved_names
+from deepecgkit.defaults import CONFIDENCE_LEVEL
+from deepecgkit.rundir.metrics import PRIMARY_METRIC, probe_name, report_name, temperature_scaled
 
 # --- Coverage and defaults -------------------------------------------------
 
-#: Default two-sided coverage of every interval.
-CONFIDENCE_LEVEL = 0.95
 #: Metric ranked and compared when the caller names none.
-DEFAULT_RANK_METRIC = "f1"
+DEFAULT_RANK_METRIC = PRIMARY_METRIC
 
 # --- Standard-error corrections ----------------------------------------------
 
@@ -77,22 +78,16 @@ COLLAPSE_FLOOR_FRACTION = 0.2
 _CALIBRATION_FLOORS = {"ece": 0.02, "adaptive_ece": 0.02, "brier": 0.02, "mce": 0.05, "nll": 0.10}
 COLLAPSE_GAP_FLOORS = {
     **_CALIBRATION_FLOORS,
-    **{f"{name}_temp": floor for name, floor in _CALIBRATION_FLOORS.items()},
+    **{temperature_scaled(name): floor for name, floor in _CALIBRATION_FLOORS.items()},
 }
 #: Chance level of metrics whose chance level does not depend on the class count.
-CHANCE_LEVELS = {"auroc": 0.5, "auroc_macro": 0.5, "mcc": 0.0}
+CHANCE_LEVELS = {"auroc": 0.5, probe_name("auroc"): 0.5, "mcc": 0.0}
 #: Metrics whose chance level is ``1/K`` for K balanced classes (needs K).
 CHANCE_ONE_OVER_K = frozenset({"accuracy", "balanced_accuracy"})
 #: Fewest common models for Kendall's tau.
 MIN_MODELS_FOR_TAU = 3
 #: A paired sample whose SD is at or below this counts as having zero variance.
 ZERO_VARIANCE_TOL = 1e-12
-
-#: Kept for compatibility; no longer an in-band marker. A run whose seed
-#: cannot be determined has no seed (None in a record, a missing value in a
-#: frame, ``null`` in ``run_metadata.json``); -1 is an ordinary seed like any
-#: other, so a real seed -1 never pairs with a run of unknown seed.
-LEGACY_SEED = -1
 
 # --- Bootstrap interval methods ----------------------------------------------------
 
@@ -111,12 +106,7 @@ INTERVAL_AUTO = "auto"
 #: Interval methods a caller may ask for (``INTERVAL_EXPANDED_BCA`` only through ``auto``).
 INTERVAL_METHODS = (INTERVAL_AUTO, INTERVAL_EXPANDED_PERCENTILE, INTERVAL_PERCENTILE)
 
-# --- Duplicate policies and FDR families ----------------------------------------
-
-ON_DUPLICATE_NEWEST = "newest"
-ON_DUPLICATE_ERROR = "error"
-ON_DUPLICATE_ALL = "all"
-ON_DUPLICATE_POLICIES = (ON_DUPLICATE_NEWEST, ON_DUPLICATE_ERROR, ON_DUPLICATE_ALL)
+# --- FDR families and methods ----------------------------------------
 
 FDR_FAMILY_TESTABLE = "testable"
 FDR_FAMILY_SIGNIFICANT = "significant"
@@ -130,13 +120,6 @@ FDR_METHODS = (FDR_METHOD_BY, FDR_METHOD_BH)
 #: Adjustment of ``q_reversal`` when the caller names none.
 DEFAULT_FDR_METHOD = FDR_METHOD_BY
 
-# --- Averaging -------------------------------------------------------------------
-
-#: Averaging recorded for every multi-label run.
-AVERAGING_MACRO_LABEL = "macro-label"
-#: Averaging when the metrics CSV does not say.
-AVERAGING_UNKNOWN = "unknown"
-
 # --- Kendall agreement --------------------------------------------------------------
 
 #: Permutations behind the p-value of Kendall's W.
@@ -144,103 +127,6 @@ DEFAULT_N_PERMUTATIONS = 9999
 #: Seed of the permutation draws (combined with the dataset name, so a dataset's
 #: p-value does not depend on which other datasets are analysed).
 DEFAULT_PERMUTATION_SEED = 0
-
-# --- Calibration -------------------------------------------------------------------
-
-#: Bins for ECE / MCE / adaptive ECE (Guo et al. 2017 use 15).
-DEFAULT_CALIBRATION_BINS = 15
-
-# --- Run-directory files --------------------------------------------------------------
-
-#: Marks a run directory.
-METRICS_FILENAME = "classification_metrics.csv"
-#: seed, returncode, params_fingerprint and whatever else the runner records.
-METADATA_FILENAME = "run_metadata.json"
-#: n_train, n_val, n_test, n_test_groups.
-SPLIT_INFO_FILENAME = "split_info.json"
-#: Optional per-sample test predictions.
-PREDICTIONS_FILENAME = "predictions.csv"
-#: Optional per-sample validation predictions (used to fit a temperature).
-VAL_PREDICTIONS_FILENAME = "val_predictions.csv"
-#: Largest metrics, metadata or split file read (bytes); a larger one is unreadable.
-#: 64 MiB holds a split file listing millions of test groups; nothing real is larger.
-MAX_RUN_FILE_BYTES = 64 * 1024 * 1024
-
-# --- Metric schemas ---------------------------------------------------------------------
-
-#: Calibration errors: smaller is better, and each has a temperature-scaled ``_temp`` form.
-#: ``classwise_ece`` is Kull et al.'s (2019) class-wise ECE (not folded at 0.5), the
-#: ``_debiased`` forms carry the Kumar et al. (2019) small-sample bias correction
-#: (docs/statistics.md, "Intervals and calibration").
-#: The evaluation package writes them in this order (``CALIBRATION_METRIC_NAMES`` there).
-CALIBRATION_ERRORS = (
-    "ece",
-    "adaptive_ece",
-    "mce",
-    "brier",
-    "nll",
-    "classwise_ece",
-    "ece_debiased",
-    "classwise_ece_debiased",
-)
-_SCALED_CALIBRATION_ERRORS = tuple(f"{name}_temp" for name in CALIBRATION_ERRORS)
-CALIBRATION_METRICS = (*CALIBRATION_ERRORS, *_SCALED_CALIBRATION_ERRORS, "temperature")
-SINGLE_LABEL_METRICS = (
-    "accuracy",
-    "balanced_accuracy",
-    "precision",
-    "recall",
-    "f1",
-    "auroc",
-    "mcc",
-    *CALIBRATION_METRICS,
-)
-MULTI_LABEL_METRICS = (
-    "label_accuracy",
-    "exact_match_accuracy",
-    "precision",
-    "recall",
-    "f1",
-    "auroc",
-    *CALIBRATION_METRICS,
-)
-
-#: Metrics where a smaller value wins.
-LOWER_IS_BETTER = frozenset(CALIBRATION_ERRORS + _SCALED_CALIBRATION_ERRORS)
-
-# --- Metric ranges -------------------------------------------------------------------
-
-#: Closed range of every metric above (infinity where a metric is unbounded). A
-#: value outside it cannot be a measurement of that metric (an F1 of 7.5, a
-#: negative Brier score), so discovery drops it and lists the run; tables clip
-#: displayed interval bounds to it. The Brier
-#: score is the sum-over-classes form, in [0, 2] (docs of
-#: ``deepecgkit.evaluation.calibration``); NLL and the temperature are unbounded above.
-_CALIBRATION_RANGES = {
-    "ece": (0.0, 1.0),
-    "adaptive_ece": (0.0, 1.0),
-    "mce": (0.0, 1.0),
-    "brier": (0.0, 2.0),
-    "nll": (0.0, math.inf),
-    "classwise_ece": (0.0, 1.0),
-    # The bias-corrected estimates can fall slightly below zero (docs/statistics.md).
-    "ece_debiased": (-1.0, 1.0),
-    "classwise_ece_debiased": (-1.0, 1.0),
-}
-METRIC_RANGES: dict[str, tuple[float, float]] = {
-    # Accuracies, precision, recall, F1 and AUROC are fractions.
-    **{
-        name: (0.0, 1.0)
-        for name in (*SINGLE_LABEL_METRICS, *MULTI_LABEL_METRICS)
-        if name not in CALIBRATION_METRICS
-    },
-    "mcc": (-1.0, 1.0),
-    **_CALIBRATION_RANGES,
-    **{f"{name}_temp": bounds for name, bounds in _CALIBRATION_RANGES.items()},
-    "temperature": (0.0, math.inf),
-}
-#: Slack beyond a range's ends for floating-point rounding (an F1 of 1 + 1e-16).
-METRIC_RANGE_TOLERANCE = 1e-9
 
 # --- Flip verdicts (exact strings) --------------------------------------------------------
 
@@ -262,7 +148,7 @@ VERDICTS = (
     VERDICT_BIMODAL,
 )
 
-# --- Comparisons and the statistical report (comparisons.md) ------------------------------
+# --- Comparisons and the statistical report (docs/statistics.md) --------------------------
 
 #: Bootstrap replicates.
 DEFAULT_N_RESAMPLES = 1000
@@ -270,21 +156,21 @@ DEFAULT_N_RESAMPLES = 1000
 DEFAULT_BOOTSTRAP_SEED = 0
 #: Equal-width bins of the report's ECE and reliability diagrams.
 REPORT_BINS = 10
-#: Largest allowed |sum of a row's probabilities - 1|.
-PROBABILITY_SUM_TOLERANCE = 1e-3
 #: Probabilities are clipped up to this inside NLL.
 PROBABILITY_FLOOR = 1e-12
 #: Predicted-class fraction that raises the near-collapse flag.
 NEAR_COLLAPSE_THRESHOLD = 0.95
 #: |improvement| at or below this is a tie.
 DEFAULT_TIE_TOLERANCE = 1e-12
-#: Metrics compared against ``--reference`` in the report.
+#: Metrics compared against ``--reference`` in the report. The report spells macro
+#: averages ``macro_<name>`` (the registry's report spelling): these are the values
+#: of its ``metric`` columns.
 REPORT_PAIRED_METRICS = (
     "balanced_accuracy",
     "accuracy",
-    "macro_f1",
+    report_name("f1"),
     "auroc",
-    "macro_auprc",
+    report_name("auprc"),
     "brier",
     "nll",
     "ece",
@@ -293,10 +179,6 @@ REPORT_PAIRED_METRICS = (
 
 __all__ = [
     "APPLIED_CORRECTIONS",
-    "AVERAGING_MACRO_LABEL",
-    "AVERAGING_UNKNOWN",
-    "CALIBRATION_ERRORS",
-    "CALIBRATION_METRICS",
     "CHANCE_LEVELS",
     "CHANCE_ONE_OVER_K",
     "COLLAPSE_FLOOR_FRACTION",
@@ -305,7 +187,6 @@ __all__ = [
     "CORRECTIONS",
     "CORRECTION_UNAVAILABLE",
     "DEFAULT_BOOTSTRAP_SEED",
-    "DEFAULT_CALIBRATION_BINS",
     "DEFAULT_FDR_METHOD",
     "DEFAULT_N_PERMUTATIONS",
     "DEFAULT_N_RESAMPLES",
@@ -323,13 +204,6 @@ __all__ = [
     "INTERVAL_EXPANDED_PERCENTILE",
     "INTERVAL_METHODS",
     "INTERVAL_PERCENTILE",
-    "LEGACY_SEED",
-    "LOWER_IS_BETTER",
-    "MAX_RUN_FILE_BYTES",
-    "METADATA_FILENAME",
-    "METRICS_FILENAME",
-    "METRIC_RANGES",
-    "METRIC_RANGE_TOLERANCE",
     "MIN_BOOTSTRAP_GROUPS",
     "MIN_BOOTSTRAP_GROUPS_PER_CLASS",
     "MIN_COLLAPSE_GAP",
@@ -338,22 +212,12 @@ __all__ = [
     "MIN_SEEDS_FOR_CLAIM",
     "MIN_SEEDS_FOR_INTERVAL",
     "MIN_TEST_GROUPS",
-    "MULTI_LABEL_METRICS",
     "NADEAU_BENGIO",
     "NEAR_COLLAPSE_THRESHOLD",
     "NO_CORRECTION",
-    "ON_DUPLICATE_ALL",
-    "ON_DUPLICATE_ERROR",
-    "ON_DUPLICATE_NEWEST",
-    "ON_DUPLICATE_POLICIES",
-    "PREDICTIONS_FILENAME",
     "PROBABILITY_FLOOR",
-    "PROBABILITY_SUM_TOLERANCE",
     "REPORT_BINS",
     "REPORT_PAIRED_METRICS",
-    "SINGLE_LABEL_METRICS",
-    "SPLIT_INFO_FILENAME",
-    "VAL_PREDICTIONS_FILENAME",
     "VERDICTS",
     "VERDICT_BIMODAL",
     "VERDICT_CONTRADICTED",
@@ -364,3 +228,40 @@ __all__ = [
     "VERDICT_UNTESTABLE",
     "ZERO_VARIANCE_TOL",
 ]
+
+#: Names that moved to the run-directory package (old import paths, one release).
+__moved__ = {
+    **dict.fromkeys(
+        (
+            "AVERAGING_MACRO_LABEL",
+            "AVERAGING_UNKNOWN",
+            "CALIBRATION_ERRORS",
+            "CALIBRATION_METRICS",
+            "DEFAULT_CALIBRATION_BINS",
+            "LEGACY_SEED",
+            "LOWER_IS_BETTER",
+            "MAX_RUN_FILE_BYTES",
+            "METADATA_FILENAME",
+            "METRICS_FILENAME",
+            "METRIC_RANGES",
+            "METRIC_RANGE_TOLERANCE",
+            "MULTI_LABEL_METRICS",
+            "PREDICTIONS_FILENAME",
+            "PROBABILITY_SUM_TOLERANCE",
+            "SINGLE_LABEL_METRICS",
+            "SPLIT_INFO_FILENAME",
+            "VAL_PREDICTIONS_FILENAME",
+        ),
+        "deepecgkit.rundir.format",
+    ),
+    **dict.fromkeys(
+        (
+            "ON_DUPLICATE_ALL",
+            "ON_DUPLICATE_ERROR",
+            "ON_DUPLICATE_NEWEST",
+            "ON_DUPLICATE_POLICIES",
+        ),
+        "deepecgkit.rundir.read",
+    ),
+}
+__getattr__ = moved_names(__name__, __moved__)

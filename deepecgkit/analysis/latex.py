@@ -31,7 +31,6 @@ asset check and the tests compile every emitted table with a real engine.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -47,7 +46,6 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from deepecgkit.analysis._io import atomic_write_text
 from deepecgkit.analysis.constants import (
     CONFIDENCE_LEVEL,
     CORRECTION_UNAVAILABLE,
@@ -55,32 +53,47 @@ from deepecgkit.analysis.constants import (
     FDR_FAMILY_SIGNIFICANT,
     FDR_FAMILY_TESTABLE,
     FDR_METHOD_BH,
-    LOWER_IS_BETTER,
-    METRIC_RANGES,
     MIN_SEEDS_FOR_CLAIM,
     NADEAU_BENGIO,
-    VERDICT_BIMODAL,
-    VERDICT_CONTRADICTED,
-    VERDICT_NOT_REPRODUCED,
-    VERDICT_SUGGESTIVE,
-    VERDICT_SUPPORTED,
-    VERDICT_UNRESOLVED,
-    VERDICT_UNTESTABLE,
+    VERDICTS,
 )
+from deepecgkit.analysis.schemas import DISTRIBUTION_HEAD, DISTRIBUTION_TAIL, TAU_COLUMNS
 from deepecgkit.analysis.statistics import (
     _check_confidence_level,
     _check_correction,
     _check_non_negative_count,
+)
+from deepecgkit.io import MAX_STEM_CHARACTERS, atomic_write_text, bounded_stem
+from deepecgkit.rundir.format import (
+    CALIBRATION_ERRORS,
+    LOWER_IS_BETTER,
+    METRIC_RANGES,
+    MULTI_LABEL_METRICS,
+    SINGLE_LABEL_METRICS,
+)
+from deepecgkit.rundir.metrics import (
+    PRIMARY_PROBE_METRIC,
+    display_name as metric_display_name,
+    probe_name,
+    temperature_scaled,
 )
 
 __all__ = [
     "BASELINE_DISPLAY_NAMES",
     "DATASET_DISPLAY_NAMES",
     "DEFAULT_PRECISION",
+    "FLIP_TABLE_STEM",
+    "MAX_STEM_CHARACTERS",
     "METRIC_DISPLAY_NAMES",
     "MISSING_CELL",
     "MODEL_DISPLAY_NAMES",
+    "RANK_TABLE_STEM",
+    "RESULTS_INDEX",
+    "RESULTS_TABLE_PREFIX",
     "SPLIT_DESCRIPTION",
+    "TAU_TABLE_STEM",
+    "TRANSFER_INDEX",
+    "TRANSFER_TABLE_STEM",
     "UNICODE_ENGINES",
     "VERDICT_DISPLAY_NAMES",
     "compile_table",
@@ -95,6 +108,7 @@ __all__ = [
     "needs_unicode_engine",
     "rank_distribution_table",
     "results_table",
+    "results_table_stems",
     "table_index_text",
     "tau_table",
     "transfer_matrix_table",
@@ -130,45 +144,25 @@ DATASET_DISPLAY_NAMES: dict[str, str] = {
     "ltafdb": "LTAFDB",
     "unified-af": "Unified AF",
 }
-_CALIBRATION_DISPLAY_NAMES = {
-    "ece": "ECE",
-    "adaptive_ece": "Adaptive ECE",
-    "mce": "MCE",
-    "brier": "Brier",
-    "nll": "NLL",
-    "classwise_ece": "Class-wise ECE",
-    "ece_debiased": "ECE (debiased)",
-    "classwise_ece_debiased": "Class-wise ECE (debiased)",
-}
-#: Suffix of a metric measured after temperature scaling, and its display.
-_TEMPERATURE_SUFFIX = "_temp"
-_TEMPERATURE_DISPLAY = " (TS)"
+#: Display names of the metrics a table shows: the run directory's metric columns
+#: and the probes' headline metric, from the registry (:mod:`deepecgkit.rundir.metrics`).
 METRIC_DISPLAY_NAMES: dict[str, str] = {
-    "accuracy": "Accuracy",
-    "balanced_accuracy": "Balanced acc.",
-    "precision": "Precision",
-    "recall": "Recall",
-    "f1": "F1",
-    "auroc": "AUROC",
-    "auroc_macro": "Macro AUROC",
-    "mcc": "MCC",
-    "label_accuracy": "Label acc.",
-    "exact_match_accuracy": "Exact match",
-    **_CALIBRATION_DISPLAY_NAMES,
-    **{
-        name + _TEMPERATURE_SUFFIX: display + _TEMPERATURE_DISPLAY
-        for name, display in _CALIBRATION_DISPLAY_NAMES.items()
-    },
-    "temperature": "Temperature",
+    name: metric_display_name(name)
+    for name in dict.fromkeys(
+        (
+            *SINGLE_LABEL_METRICS[: SINGLE_LABEL_METRICS.index("mcc")],
+            probe_name("auroc"),
+            "mcc",
+            *MULTI_LABEL_METRICS[:2],
+            *CALIBRATION_ERRORS,
+            *(temperature_scaled(name) for name in CALIBRATION_ERRORS),
+            "temperature",
+        )
+    )
 }
+#: A verdict as a table prints it: ``not-reproduced`` -> ``Not reproduced``.
 VERDICT_DISPLAY_NAMES: dict[str, str] = {
-    VERDICT_SUPPORTED: "Supported",
-    VERDICT_SUGGESTIVE: "Suggestive",
-    VERDICT_UNRESOLVED: "Unresolved",
-    VERDICT_NOT_REPRODUCED: "Not reproduced",
-    VERDICT_CONTRADICTED: "Contradicted",
-    VERDICT_UNTESTABLE: "Untestable",
-    VERDICT_BIMODAL: "Bimodal",
+    verdict: verdict.replace("-", " ").capitalize() for verdict in VERDICTS
 }
 BASELINE_DISPLAY_NAMES: dict[str, str] = {
     "untrained": "Untrained encoder",
@@ -322,8 +316,6 @@ _LOOKAHEAD_CHARACTERS = ("[", "*")
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9]")
 _RESULTS_LABEL_PREFIX = "tab:seed_"
 _DEFAULT_RESULTS_METRICS = ("f1", "precision", "recall")
-#: The conventional significance threshold the Kendall floor note compares to.
-_NOMINAL_ALPHA = 0.05
 _TAU_DIGITS = 2
 _FRACTION_DIGITS = 2
 _VALUE_DIGITS = 3
@@ -351,32 +343,10 @@ _LOG_TAIL_LINES = 20
 _ERROR_CONTEXT_LINES = 3
 
 _RESULTS_COLUMNS = ("dataset", "model", "metric", "mean", "lower_ci", "upper_ci", "n")
-_DISTRIBUTION_COLUMNS = (
-    "dataset",
-    "model",
-    "n_seeds",
-    "n_models",
-    "mode_rank",
-    "mode_fraction",
-    "top1_fraction",
-    "mean_value",
-    "std_value",
-)
-_TAU_COLUMNS = (
-    "dataset",
-    "n_models",
-    "n_seeds",
-    "n_pairs",
-    "tau_mean",
-    "tau_min",
-    "tau_max",
-    "min_attainable_p",
-    "tau_lower",
-    "tau_upper",
-    "kendall_w",
-    "p_kendall_w",
-    "n_permutations",
-)
+_DISTRIBUTION_COLUMNS = (*DISTRIBUTION_HEAD, *DISTRIBUTION_TAIL)
+#: The tau columns the tables read: all of ``tau_summary``'s but the jackknife standard
+#: error, which no table prints.
+_TAU_COLUMNS = tuple(column for column in TAU_COLUMNS if column != "tau_se")
 _FLIP_REQUIRED = (
     "model_a",
     "model_b",
@@ -394,6 +364,16 @@ _FLIP_REQUIRED = (
     "n_2",
     "verdict",
 )
+#: File stems of the tables (``<stem>.tex``) every writer of them uses.
+RESULTS_TABLE_PREFIX = "results_"
+RANK_TABLE_STEM = "rank_distribution"
+TAU_TABLE_STEM = "kendall_tau"
+FLIP_TABLE_STEM = "flip_survival"
+TRANSFER_TABLE_STEM = "transfer_matrix"
+#: Which dataset each results table holds, and which architecture each transfer
+#: heat map shows (file names of long names are hashed).
+RESULTS_INDEX = "results_tables.json"
+TRANSFER_INDEX = "transfer_matrix_figures.json"
 _INVALID_STEM_CHARACTERS = ("/", "\\", "\0")
 _RESERVED_STEMS = ("", ".", "..")
 _TABLE_SUFFIX = ".tex"
@@ -513,8 +493,13 @@ def _note_rows(notes: Iterable[str], n_columns: int) -> list[str]:
     return [rf"\multicolumn{{{n_columns}}}{{l}}{{{note}}} \\" for note in notes]
 
 
-def _tau_floor_notes(taus: pd.DataFrame | None) -> list[str]:
+def _tau_floor_notes(
+    taus: pd.DataFrame | None, *, confidence_level: float = CONFIDENCE_LEVEL
+) -> list[str]:
     """One note per distinct model count on the smallest attainable Kendall p.
+
+    The p-value is compared with the significance level of the table's
+    intervals, ``1 - confidence_level`` (0.05 at the default 95%).
 
     With three models there are only 3! = 6 orderings, so no coefficient can be
     significant however stable the ranking; the note says so instead of letting
@@ -529,6 +514,7 @@ def _tau_floor_notes(taus: pd.DataFrame | None) -> list[str]:
         models, p = _finite_float(n_models), _finite_float(p_value)
         if models is not None and p is not None:
             floors[round(models)] = min(p, floors.get(round(models), p))
+    alpha = round(1.0 - confidence_level, _PERCENT_ROUNDING)
     notes = []
     for models in sorted(floors):
         p = floors[models]
@@ -536,8 +522,8 @@ def _tau_floor_notes(taus: pd.DataFrame | None) -> list[str]:
             rf"With $|M|={models}$ models the smallest attainable two-sided $p$ is "
             f"{p:.{_P_DIGITS}f}"
         )
-        if p >= _NOMINAL_ALPHA:
-            note += rf", so no coefficient can reach $p<{_NOMINAL_ALPHA:g}$."
+        if p >= alpha:
+            note += rf", so no coefficient can reach $p<{alpha:g}$."
         else:
             note += "."
         notes.append(note)
@@ -788,6 +774,7 @@ def _results_caption(dataset: str, confidence_level: float, split_description: s
 def results_table(
     aggregated: pd.DataFrame,
     dataset: str,
+    *,
     metrics: Sequence[str] = _DEFAULT_RESULTS_METRICS,
     label: str | None = None,
     precision: int = DEFAULT_PRECISION,
@@ -1051,7 +1038,7 @@ def rank_distribution_table(
     notes = [
         "Ties share the better rank, so a rank column may over-fill.",
         *_tau_summary_note(taus, confidence_level),
-        *_tau_floor_notes(taus),
+        *_tau_floor_notes(taus, confidence_level=confidence_level),
     ]
     body += [r"\midrule", *_note_rows(notes, n_columns)]
     caption = (
@@ -1218,6 +1205,7 @@ def _difference_symbols(row: Mapping[str, Any], component: int) -> list[str]:
 
 def flip_survival_table(
     flips: pd.DataFrame,
+    *,
     label: str = "tab:flip_survival",
     metric: str = "f1",
     exclusions: Sequence[str] | None = None,
@@ -1356,6 +1344,7 @@ def _permutation_note(taus: pd.DataFrame) -> str:
 
 def tau_table(
     taus: pd.DataFrame,
+    *,
     label: str = "tab:kendall_tau",
     confidence_level: float = CONFIDENCE_LEVEL,
 ) -> str:
@@ -1430,7 +1419,7 @@ def tau_table(
         rf"$p$-value{counted} against unrelated rankings.",
         r"$p_{\min}$: the smallest two-sided $p$ one pair's exact permutation test can",
         r"attain given the ties ($2/|M|!$ without ties).",
-        *_tau_floor_notes(taus),
+        *_tau_floor_notes(taus, confidence_level=confidence_level),
     ]
     if any_clipped:
         notes.append(r"Interval bounds beyond $[-1, 1]$ are shown at its limit.")
@@ -1456,7 +1445,8 @@ def _source_name(source: Any) -> str:
 
 def transfer_matrix_table(
     matrix: pd.DataFrame,
-    metric: str = "auroc_macro",
+    *,
+    metric: str = PRIMARY_PROBE_METRIC,
     baseline_row: str | None = None,
     label: str = "tab:transfer_matrix",
     precision: int = DEFAULT_PRECISION,
@@ -1567,28 +1557,6 @@ def write_tables(tables: dict[str, str], output_dir: Any) -> list[str]:
     ]
 
 
-_UNSAFE_STEM_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-#: Longest stem made from a name. File systems allow 255 bytes per name, and a
-#: stem gets a prefix (``results_``, ``transfer_matrix_``) and a suffix.
-MAX_STEM_CHARACTERS = 96
-#: Readable characters kept of a longer name, before ``_`` and its hash.
-_STEM_PREFIX_CHARACTERS = 80
-_STEM_HASH_DIGITS = 12
-
-
-def _bounded_stem(name: str) -> str:
-    """``name`` with unsafe characters as ``_``; a long one cut to a prefix plus a hash.
-
-    The hash (SHA-256 of the full name) keeps two long names that share their
-    first 80 characters apart.
-    """
-    stem = _UNSAFE_STEM_CHARS.sub("_", name) or "_"
-    if len(stem) <= MAX_STEM_CHARACTERS:
-        return stem
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{stem[:_STEM_PREFIX_CHARACTERS]}_{digest[:_STEM_HASH_DIGITS]}"
-
-
 def file_stems(names: Iterable[str]) -> dict[str, str]:
     """A file-name stem per name: characters outside ``[A-Za-z0-9_-]`` become ``_``.
 
@@ -1603,13 +1571,18 @@ def file_stems(names: Iterable[str]) -> dict[str, str]:
     stems: dict[str, str] = {}
     taken: set[str] = set()
     for name in sorted({str(n) for n in names}):
-        stem = _bounded_stem(name)
+        stem = bounded_stem(name)
         candidate, counter = stem, 2
         while candidate in taken:
             candidate, counter = f"{stem}_{counter}", counter + 1
         taken.add(candidate)
         stems[name] = candidate
     return stems
+
+
+def results_table_stems(datasets: Iterable[str]) -> dict[str, str]:
+    """Table stem of each dataset's results table: ``results_<file stem of the dataset>``."""
+    return {name: RESULTS_TABLE_PREFIX + stem for name, stem in file_stems(datasets).items()}
 
 
 def table_index_text(files: Mapping[str, str]) -> str:

@@ -23,7 +23,7 @@ Conventions:
 * Rows without a seed (runs whose seed could not be determined) are never
   ranked or paired, because "same seed means same split" cannot hold for an
   unknown seed. Seeds are exact integers of any size; -1 is an ordinary seed.
-* Verdicts follow the fixed decision order of ``00-decisions.md``.
+* Verdicts follow the fixed decision order of docs/statistics.md (flip table).
 
 :func:`all_flip_tests` does not loop over :func:`flip_test`: it evaluates
 every component with the vectorised engine of
@@ -54,7 +54,6 @@ from deepecgkit.analysis._paired_grid import (
     usable_rows as _usable_rows,
 )
 from deepecgkit.analysis.constants import (
-    AVERAGING_UNKNOWN,
     CONFIDENCE_LEVEL,
     CORRECTION_UNAVAILABLE,
     DEFAULT_FDR_METHOD,
@@ -64,7 +63,6 @@ from deepecgkit.analysis.constants import (
     FDR_FAMILIES,
     FDR_FAMILY_SIGNIFICANT,
     FDR_FAMILY_TESTABLE,
-    LOWER_IS_BETTER,
     MIN_MODELS_FOR_TAU,
     MIN_SEEDS_FOR_CLAIM,
     MIN_SEEDS_FOR_INTERVAL,
@@ -78,6 +76,15 @@ from deepecgkit.analysis.constants import (
     VERDICT_UNRESOLVED,
     VERDICT_UNTESTABLE,
     ZERO_VARIANCE_TOL,
+)
+from deepecgkit.analysis.schemas import (
+    DISTRIBUTION_HEAD,
+    DISTRIBUTION_TAIL,
+    FLIP_COLUMNS,
+    RANK_COLUMNS,
+    SLICE_COLUMNS,
+    TAU_COLUMNS,
+    empty_frame,
 )
 from deepecgkit.analysis.statistics import (
     _check_confidence_level,
@@ -98,6 +105,7 @@ from deepecgkit.analysis.statistics import (
     paired_summary,
     reversal_p_value,
 )
+from deepecgkit.rundir.format import AVERAGING_UNKNOWN, LOWER_IS_BETTER
 
 __all__ = [
     "FLIP_COLUMNS",
@@ -112,64 +120,6 @@ __all__ = [
 ]
 
 _NAN = float("nan")
-_SLICE_COLUMNS = ("dataset", "model", "seed", "metric", "value")
-_RANK_COLUMNS = ("dataset", "seed", "model", "value", "rank", "rank_average")
-#: Columns of :func:`tau_summary`, in order.
-TAU_COLUMNS = (
-    "dataset",
-    "n_models",
-    "n_seeds",
-    "n_pairs",
-    "tau_mean",
-    "tau_min",
-    "tau_max",
-    "min_attainable_p",
-    "tau_se",
-    "tau_lower",
-    "tau_upper",
-    "kendall_w",
-    "p_kendall_w",
-    "n_permutations",
-)
-_DISTRIBUTION_HEAD = ("dataset", "model", "n_seeds", "n_models")
-_DISTRIBUTION_TAIL = ("mode_rank", "mode_fraction", "top1_fraction", "mean_value", "std_value")
-
-#: Columns of :func:`all_flip_tests`, in order.
-FLIP_COLUMNS = (
-    "model_a",
-    "model_b",
-    "dataset_1",
-    "dataset_2",
-    "metric",
-    "mean_1",
-    "mean_2",
-    "lower_1",
-    "upper_1",
-    "lower_2",
-    "upper_2",
-    "wins_1",
-    "wins_2",
-    "n_1",
-    "n_2",
-    "n_seeds",
-    "averaging_1",
-    "averaging_2",
-    "comparable_magnitudes",
-    "verdict",
-    "p_flip",
-    "reason",
-    "p_adjusted",
-    "fdr_family",
-    "fdr_family_size",
-    "p_reversal",
-    "q_reversal",
-    "fdr_method",
-    "survives_fdr",
-    "correction_applied_1",
-    "correction_applied_2",
-    "correction_note_1",
-    "correction_note_2",
-)
 
 #: Verdicts whose p-value enters the "significant" BY family.
 _SIGNIFICANT_VERDICTS = (VERDICT_SUPPORTED, VERDICT_SUGGESTIVE, VERDICT_CONTRADICTED)
@@ -183,10 +133,6 @@ _REASON_WRONG_DIRECTION = "the ordering reverses, but opposite to the claimed di
 def _better_sign(metric: str) -> float:
     """-1.0 for a lower-is-better metric, +1.0 otherwise."""
     return -1.0 if metric in LOWER_IS_BETTER else 1.0
-
-
-def _empty(columns: Sequence[str]) -> pd.DataFrame:
-    return pd.DataFrame({column: pd.Series(dtype=object) for column in columns})
 
 
 def _names(value: Sequence[str] | str | None) -> list[str] | None:
@@ -204,8 +150,8 @@ def _metric_slice(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     dataset or model are dropped (they cannot be placed anywhere).
     """
     if len(runs) == 0:
-        return _empty(_SLICE_COLUMNS)
-    missing = [column for column in _SLICE_COLUMNS if column not in runs.columns]
+        return empty_frame(SLICE_COLUMNS)
+    missing = [column for column in SLICE_COLUMNS if column not in runs.columns]
     if missing:
         raise ValueError(f"the runs frame needs column(s) {', '.join(map(repr, missing))}")
     selected = runs.loc[runs["metric"] == metric].copy()
@@ -275,7 +221,7 @@ def _classify_flip(
     min_seeds: int,
     min_seeds_for_claim: int,
 ) -> tuple[str, str]:
-    """Verdict and reason of a flip test, in the fixed decision order of 00-decisions.md."""
+    """Verdict and reason of a flip test, in the fixed decision order of docs/statistics.md."""
     components = (first, second)
     for component in components:
         if not component["testable"]:
@@ -324,13 +270,13 @@ def rank_within_seed(runs: pd.DataFrame, metric: str = DEFAULT_RANK_METRIC) -> p
     """
     rows = _ranking_rows(runs, metric)
     if rows.empty:
-        return _empty(_RANK_COLUMNS)
+        return empty_frame(RANK_COLUMNS)
     score = _better_sign(metric) * rows["value"]
     by_block = score.groupby([rows["dataset"], rows["seed"]], sort=False)
     rows["rank"] = by_block.rank(method="min", ascending=False).astype(np.int64)
     rows["rank_average"] = by_block.rank(method="average", ascending=False).astype(np.float64)
     rows = rows.sort_values(["dataset", "seed", "rank", "model"], kind="mergesort")
-    return rows.loc[:, list(_RANK_COLUMNS)].reset_index(drop=True)
+    return rows.loc[:, list(RANK_COLUMNS)].reset_index(drop=True)
 
 
 def rank_distribution(runs: pd.DataFrame, metric: str = DEFAULT_RANK_METRIC) -> pd.DataFrame:
@@ -348,7 +294,7 @@ def rank_distribution(runs: pd.DataFrame, metric: str = DEFAULT_RANK_METRIC) -> 
     """
     ranks = rank_within_seed(runs, metric)
     if ranks.empty:
-        return _empty(_DISTRIBUTION_HEAD + _DISTRIBUTION_TAIL)
+        return empty_frame(DISTRIBUTION_HEAD + DISTRIBUTION_TAIL)
     n_models = ranks.groupby("dataset")["model"].nunique()
     max_models = int(n_models.max())
     counts = pd.crosstab([ranks["dataset"], ranks["model"]], ranks["rank"])
@@ -528,7 +474,7 @@ def tau_summary(
     seed = _check_non_negative_count("seed", seed)
     ranks = rank_within_seed(runs, metric)
     if ranks.empty:
-        return _empty(TAU_COLUMNS)
+        return empty_frame(TAU_COLUMNS)
     rows = [
         _tau_row(
             dataset,
@@ -616,11 +562,11 @@ def paired_difference(
     model_a: str,
     model_b: str,
     dataset: str,
+    *,
     metric: str = DEFAULT_RANK_METRIC,
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
     min_test_groups: int = MIN_TEST_GROUPS,
-    *,
     strict_correction: bool = False,
 ) -> dict[str, Any]:
     """Paired per-seed difference ``A - B`` of one metric on one dataset.
@@ -721,13 +667,13 @@ def flip_test(
     model_b: str,
     dataset_1: str,
     dataset_2: str,
+    *,
     metric: str = DEFAULT_RANK_METRIC,
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
     min_test_groups: int = MIN_TEST_GROUPS,
     min_seeds: int = MIN_SEEDS_FOR_INTERVAL,
     min_seeds_for_claim: int = MIN_SEEDS_FOR_CLAIM,
-    *,
     strict_correction: bool = False,
 ) -> dict[str, Any]:
     """Intersection-union test for a ranking reversal of A and B between two datasets.
@@ -889,7 +835,7 @@ def all_flip_tests(
         strict_correction=bool(strict_correction),
     )
     if flips.empty:
-        return _empty(FLIP_COLUMNS)
+        return empty_frame(FLIP_COLUMNS)
     flips = flips.sort_values(
         ["dataset_1", "dataset_2", "p_reversal", "model_a", "model_b"],
         na_position="last",
@@ -932,12 +878,12 @@ def evaluate_rank_claim(
     model: str,
     dataset_best: str,
     dataset_worst: str,
+    *,
     metric: str = DEFAULT_RANK_METRIC,
     opponents: Sequence[str] | str | None = None,
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
     min_test_groups: int = MIN_TEST_GROUPS,
-    *,
     strict_correction: bool = False,
 ) -> dict[str, Any]:
     """Test "``model`` is best on ``dataset_best`` and worst on ``dataset_worst``".

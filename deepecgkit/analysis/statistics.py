@@ -50,12 +50,12 @@ from deepecgkit.analysis.constants import (
     FDR_METHOD_BH,
     FDR_METHOD_BY,
     FDR_METHODS,
-    METRIC_RANGES,
     MIN_COLLAPSE_GAP,
     NADEAU_BENGIO,
     NO_CORRECTION,
     ZERO_VARIANCE_TOL,
 )
+from deepecgkit.rundir.format import METRIC_RANGES
 
 __all__ = [
     "applied_correction",
@@ -1081,6 +1081,7 @@ def bimodal_flags(values: np.ndarray, min_gap: float = MIN_COLLAPSE_GAP) -> np.n
 
 def is_bimodal(
     values: Sequence[float],
+    *,
     baseline: float | None = None,
     min_gap: float = MIN_COLLAPSE_GAP,
 ) -> tuple[bool, str]:

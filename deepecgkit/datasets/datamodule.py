@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
+from deepecgkit.defaults import DEFAULT_RANDOM_STATE
+
 __all__ = ["SPLITS", "ECGDataModule", "split_groups"]
 
 logger = logging.getLogger(__name__)
@@ -69,6 +71,7 @@ def split_groups(
     val_split: float,
     test_split: float,
     seed: int,
+    *,
     stratify: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split item indices into train/val/test so that no group is split.
@@ -203,7 +206,7 @@ class ECGDataModule:
         val_split: float = 0.2,
         test_split: float = 0.1,
         num_workers: int = 0,
-        seed: int = 42,
+        seed: int = DEFAULT_RANDOM_STATE,
         stratify: bool = True,
         verbose: bool = False,
         dataset_kwargs: dict[str, Any] | None = None,

@@ -42,10 +42,8 @@ Units: seconds, Hz and millivolts throughout.
 from __future__ import annotations
 
 import io
-import json
 import logging
 import math
-import os
 import tempfile
 import warnings
 from collections.abc import Iterable
@@ -55,7 +53,12 @@ from typing import Any
 
 import numpy as np
 
-from deepecgkit.evaluation.report import atomic_write_bytes, atomic_write_text
+from deepecgkit.io import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    replace_durably,
+)
 
 __all__ = [
     "CONTRAST_DATASETS",
@@ -929,12 +932,6 @@ LOCAL_FORMATS = ("npz", "wfdb")
 WFDB_FORMAT = "16"
 
 
-def _fsync_replace(tmp: Path, final: Path) -> None:
-    with tmp.open("rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, final)
-
-
 def _labels_csv(data: SyntheticData) -> str:
     if data.task == "multilabel":
         header = ["record_id", "patient_id", *data.class_names]
@@ -970,12 +967,12 @@ def _write_wfdb(signal: np.ndarray, record_id: str, data: SyntheticData, records
         )
         # the header goes last: a reader that finds it finds the samples too
         for suffix in (".dat", ".hea"):
-            _fsync_replace(
+            replace_durably(
                 Path(staging) / f"{record_id}{suffix}", records_dir / f"{record_id}{suffix}"
             )
 
 
-def write_local_dataset(data: SyntheticData, out_dir: str | Path, format: str = "npz") -> Path:
+def write_local_dataset(data: SyntheticData, out_dir: str | Path, *, format: str = "npz") -> Path:
     """Write ``data`` in the local on-disk layout that ``LocalECGDataset`` reads.
 
     Layout: ``dataset.json``, ``labels.csv`` (``record_id``, ``patient_id``,
@@ -1024,6 +1021,6 @@ def write_local_dataset(data: SyntheticData, out_dir: str | Path, format: str = 
         else "",
         "format": format,
     }
-    atomic_write_text(out / "dataset.json", json.dumps(meta, indent=2) + "\n")
+    atomic_write_json(out / "dataset.json", meta)
     logger.info("wrote %d records of %s to %s (%s)", len(data.record_ids), data.name, out, format)
     return out

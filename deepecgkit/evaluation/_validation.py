@@ -30,12 +30,12 @@ from deepecgkit.evaluation.constants import (
     DEFAULT_TEMPERATURE_BOUNDS,
     MULTICLASS_THRESHOLD,
     PROBABILITY_RANGE_TOLERANCE,
-    PROBABILITY_SUM_TOLERANCE,
     TASK_BINARY,
     TASK_MULTICLASS,
     TASK_MULTILABEL,
     TASKS,
 )
+from deepecgkit.rundir.format import PROBABILITY_SUM_TOLERANCE
 
 #: Arrays have samples along axis 0 and, at most, classes along axis 1.
 MATRIX_NDIM = 2
@@ -96,6 +96,26 @@ def check_finite(array: np.ndarray, name: str) -> None:
         raise ValueError(
             f"{name} contains {bad} non-finite value(s) (NaN or inf); every entry must be finite"
         )
+
+
+def paired_arrays(target: Any, other: Any, other_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``y_true`` and a second per-sample array, numeric, non-empty, aligned and finite.
+
+    Args:
+        target: the ``y_true`` argument.
+        other: the array scored against it (``y_prob``, ``y_pred``).
+        other_name: the argument name of ``other``, for the messages.
+
+    Raises:
+        ValueError: V7, V2, V1 or V3, naming the argument at fault.
+    """
+    y = as_numeric(target, "y_true")
+    values = as_numeric(other, other_name)
+    check_not_empty(y, "y_true")
+    check_same_length(values, other_name, y, "y_true")
+    check_finite(y, "y_true")
+    check_finite(values, other_name)
+    return y, values
 
 
 def check_probability_range(array: np.ndarray, name: str) -> np.ndarray:
@@ -269,12 +289,7 @@ def validate_probability_inputs(
     Raises:
         ValueError: naming the argument and the problem.
     """
-    y = as_numeric(y_true, "y_true")
-    prob = as_numeric(y_prob, "y_prob")
-    check_not_empty(y, "y_true")
-    check_same_length(prob, "y_prob", y, "y_true")
-    check_finite(y, "y_true")
-    check_finite(prob, "y_prob")
+    y, prob = paired_arrays(y_true, y_prob, "y_prob")
     resolved = task_from_shapes(y, prob, task)
     if resolved == TASK_MULTILABEL:
         y = y.reshape(-1, 1) if y.ndim == 1 else y

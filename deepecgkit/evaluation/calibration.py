@@ -45,7 +45,8 @@ Conventions:
   (twice scikit-learn's binary ``brier_score_loss``), the multi-label one the
   mean over labels in [0, 1]; NLL is in nats.
 * Equal-width bins span ``[b/M, (b+1)/M)`` with the last bin closed at 1, so
-  a confidence of exactly 1.0 lands in the top bin (00-decisions.md). This is
+  a confidence of exactly 1.0 lands in the top bin (docs/statistics.md,
+  "Calibration metrics"). This is
   ``numpy.histogram``'s rule and the rule of the report's reliability bins.
 * ECE is only comparable at the same bin count, so ``n_bins`` and the task
   travel with every value.
@@ -82,17 +83,15 @@ from deepecgkit.evaluation.constants import (
     CALIBRATION_METRIC_NAMES,
     DEBIAS_DRAWS,
     DEBIAS_SEED,
-    DEFAULT_CALIBRATION_BINS,
     MIN_MCE_BIN_COUNT,
     TASK_BINARY,
-    TASK_MULTICLASS,
+    TASK_MULTICLASS,  # noqa: F401 - still importable from here
     TASK_MULTILABEL,
 )
+from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS
 
+#: The task names (``TASK_*``) are listed by the constants module, their home.
 __all__ = [
-    "TASK_BINARY",
-    "TASK_MULTICLASS",
-    "TASK_MULTILABEL",
     "adaptive_calibration_error",
     "brier_score",
     "calculate_calibration_metrics",
@@ -415,7 +414,7 @@ def debiased_calibration_error(
     return float(np.mean(_per_problem(inputs, _debiased_ece, bins, BINNING_UNIFORM, problems)))
 
 
-def brier_score(y_true: np.ndarray, y_prob: np.ndarray, task: str | None = None) -> float:
+def brier_score(y_true: np.ndarray, y_prob: np.ndarray, *, task: str | None = None) -> float:
     """Brier score (Brier 1950), a proper scoring rule that also pays for sharpness.
 
     Single-label: ``mean_i Σ_k (P_ik − 1[y_i = k])²`` in [0, 2] (binary: twice

@@ -1,30 +1,23 @@
 """Every named value of the evaluation package, defined once.
 
-Values shared with :mod:`deepecgkit.analysis` (file names, the calibration bin
-count, the probability-sum tolerance, the legacy seed, the multi-label
-averaging label) are imported from :mod:`deepecgkit.analysis.constants` and
-re-exported, so the producer and the consumer of a run directory can never
-disagree about them. The evaluation-only values follow section 1 of the
-evaluation specification; the representation module imports its constants
-(``PROBE_*``, ``KEEP_*``, ``RANDOM_INIT`` ...) from here as well.
+The run-directory format the evaluation writes (file names, metric columns,
+the calibration bin count, the probability-sum tolerance, the multi-label
+averaging label) is :mod:`deepecgkit.rundir.format`, and the metric names
+come from the registry :mod:`deepecgkit.rundir.metrics`, so the producer and
+the consumers of a run directory can never disagree about them; the names
+this module used to re-export still resolve for one release, with a
+``DeprecationWarning``. The probe, transfer and embedding modules import
+their constants (``PROBE_*``, ``KEEP_*``, ``RANDOM_INIT`` ...) from here.
 
 This module imports nothing heavy (no numpy, no torch).
 """
 
 from __future__ import annotations
 
-from deepecgkit.analysis.constants import (
-    AVERAGING_MACRO_LABEL,
-    CALIBRATION_ERRORS,
-    DEFAULT_CALIBRATION_BINS,
-    LEGACY_SEED,
-    METADATA_FILENAME,
-    METRICS_FILENAME,
-    PREDICTIONS_FILENAME,
-    PROBABILITY_SUM_TOLERANCE,
-    SPLIT_INFO_FILENAME,
-    VAL_PREDICTIONS_FILENAME,
-)
+from deepecgkit._compat import moved_names
+from deepecgkit.defaults import DEFAULT_RANDOM_STATE
+from deepecgkit.rundir.format import AVERAGING_MODES, CALIBRATION_COLUMNS, CALIBRATION_ERRORS
+from deepecgkit.rundir.metrics import PRIMARY_PROBE_METRIC, canonical_name, probe_name
 
 # --- Prediction shapes --------------------------------------------------------------------
 
@@ -65,29 +58,25 @@ CLASSIFICATION_METRICS = frozenset(
     }
 )
 REGRESSION_METRICS = frozenset({"mse", "mae", "r2", "rmse"})
-#: The score-based metric; ``"auroc"`` is accepted as its alias.
+#: The evaluator's spelling of AUROC: its default metric list and result keys are
+#: public, so it stays ``"auc"``; the registry's name (``"auroc"``) and its other
+#: aliases are accepted on input.
 AUC_METRIC = "auc"
-AUC_ALIAS = "auroc"
+AUC_ALIAS = canonical_name(AUC_METRIC)
 #: Names :class:`~deepecgkit.evaluation.ECGEvaluator` accepts.
 SUPPORTED_METRICS = CLASSIFICATION_METRICS | REGRESSION_METRICS | {AUC_METRIC}
-DEFAULT_EVALUATOR_METRICS = ("accuracy", "precision", "recall", "f1", "auc")
+DEFAULT_EVALUATOR_METRICS = ("accuracy", "precision", "recall", "f1", AUC_METRIC)
+#: Resolve the averaging from the data; the other modes are the ``average`` values of
+#: the run directory.
 AVERAGE_AUTO = "auto"
-AVERAGE_BINARY = "binary"
-AVERAGE_MACRO = "macro"
-AVERAGE_MICRO = "micro"
-AVERAGE_WEIGHTED = "weighted"
-AVERAGE_MODES = (AVERAGE_AUTO, AVERAGE_BINARY, AVERAGE_MACRO, AVERAGE_MICRO, AVERAGE_WEIGHTED)
+AVERAGE_BINARY, AVERAGE_MACRO, AVERAGE_MICRO, AVERAGE_WEIGHTED = AVERAGING_MODES
+AVERAGE_MODES = (AVERAGE_AUTO, *AVERAGING_MODES)
 
 # --- Calibration and temperature scaling --------------------------------------------------
 
-#: The calibration metrics, in report order (defined with the analysis's metric schema).
+#: The calibration metrics, in report order (the run directory's calibration columns).
 CALIBRATION_METRIC_NAMES = CALIBRATION_ERRORS
-CALIBRATION_ROW_ORDER = (
-    *CALIBRATION_METRIC_NAMES,
-    "temperature",
-    *(f"{name}_temp" for name in CALIBRATION_METRIC_NAMES),
-    "calibration_bins",
-)
+CALIBRATION_ROW_ORDER = CALIBRATION_COLUMNS
 #: Fewest samples a bin needs to enter MCE: with 25 the 95% half-width of a bin's
 #: frequency, 1.96 * 0.5 / sqrt(n_b), is at most 0.2 even at frequency 0.5.
 MIN_MCE_BIN_COUNT = 25
@@ -121,8 +110,12 @@ TASK_TYPES = (TASK_TYPE_AUTO, TASK_TYPE_CLASSIFICATION, TASK_TYPE_REGRESSION)
 
 # --- Representation (linear probes, transfer matrices, embeddings) ------------------------
 
-PROBE_METRICS = ("auroc_macro", "f1_macro", "accuracy", "balanced_accuracy")
-DEFAULT_PROBE_METRIC = "auroc_macro"
+#: The probes' metrics: macro averages are spelled ``<name>_macro`` (columns of the
+#: ``transfer_matrix`` frame and keys of a saved transfer matrix).
+PROBE_METRICS = (PRIMARY_PROBE_METRIC, probe_name("f1"), "accuracy", "balanced_accuracy")
+DEFAULT_PROBE_METRIC = PROBE_METRICS[0]
+#: Seed of the probe protocol's splits, the untrained encoder and the probe's solver.
+DEFAULT_PROBE_RANDOM_STATE = DEFAULT_RANDOM_STATE
 #: Single-lead protocol.
 PROBE_INPUT_CHANNELS = 1
 #: Hz.
@@ -152,35 +145,6 @@ PERPLEXITY_SAMPLE_DIVISOR = 3.0
 #: Dots per inch of every saved figure: a PNG is exactly ``figsize * FIGURE_DPI`` pixels.
 FIGURE_DPI = 150
 
-# --- Run-directory schema -----------------------------------------------------------------
-
-#: Calibration columns of the metrics CSV, in the order of the report rows.
-CALIBRATION_COLUMNS = CALIBRATION_ROW_ORDER
-SINGLE_LABEL_COLUMNS = (
-    "model",
-    "dataset",
-    "accuracy",
-    "balanced_accuracy",
-    "precision",
-    "recall",
-    "f1",
-    "auroc",
-    "mcc",
-    *CALIBRATION_COLUMNS,
-    "average",
-)
-MULTI_LABEL_COLUMNS = (
-    "model",
-    "dataset",
-    "label_accuracy",
-    "exact_match_accuracy",
-    "precision",
-    "recall",
-    "f1",
-    "auroc",
-    *CALIBRATION_COLUMNS,
-)
-
 __all__ = [
     "ACCURACY_METRICS",
     "AUC_ALIAS",
@@ -191,24 +155,22 @@ __all__ = [
     "AVERAGE_MICRO",
     "AVERAGE_MODES",
     "AVERAGE_WEIGHTED",
-    "AVERAGING_MACRO_LABEL",
     "BINARY_THRESHOLD",
     "BINNING_QUANTILE",
     "BINNING_STRATEGIES",
     "BINNING_UNIFORM",
     "BOUND_TOLERANCE",
-    "CALIBRATION_COLUMNS",
     "CALIBRATION_METRIC_NAMES",
     "CALIBRATION_ROW_ORDER",
     "CLASSIFICATION_METRICS",
     "DEBIAS_DRAWS",
     "DEBIAS_SEED",
     "DEFAULT_BOOTSTRAP_RESAMPLES",
-    "DEFAULT_CALIBRATION_BINS",
     "DEFAULT_EVALUATOR_METRICS",
     "DEFAULT_PCA_COMPONENTS",
     "DEFAULT_PERPLEXITY",
     "DEFAULT_PROBE_METRIC",
+    "DEFAULT_PROBE_RANDOM_STATE",
     "DEFAULT_TEMPERATURE_BOUNDS",
     "EMBEDDING_METHODS",
     "FIGURE_DPI",
@@ -217,21 +179,15 @@ __all__ = [
     "KEEP_DIAGONAL",
     "KEEP_EMBEDDINGS_MODES",
     "KEEP_NONE",
-    "LEGACY_SEED",
     "LOGIT_CLIP_EPS",
     "MAX_CLASSIFICATION_CLASSES",
-    "METADATA_FILENAME",
-    "METRICS_FILENAME",
     "MIN_EMBEDDING_SAMPLES",
     "MIN_MCE_BIN_COUNT",
     "MULTICLASS_THRESHOLD",
-    "MULTI_LABEL_COLUMNS",
     "NEUTRAL_TEMPERATURE",
     "PERPLEXITY_SAMPLE_DIVISOR",
-    "PREDICTIONS_FILENAME",
     "PREDICTION_BATCH_SIZE",
     "PROBABILITY_RANGE_TOLERANCE",
-    "PROBABILITY_SUM_TOLERANCE",
     "PROBE_DATASETS",
     "PROBE_INPUT_CHANNELS",
     "PROBE_METRICS",
@@ -239,8 +195,6 @@ __all__ = [
     "PROTOCOL_DATASET_KWARGS",
     "RANDOM_INIT",
     "REGRESSION_METRICS",
-    "SINGLE_LABEL_COLUMNS",
-    "SPLIT_INFO_FILENAME",
     "SUPPORTED_METRICS",
     "TASKS",
     "TASK_BINARY",
@@ -251,5 +205,24 @@ __all__ = [
     "TASK_TYPE_CLASSIFICATION",
     "TASK_TYPE_REGRESSION",
     "TRANSFER_KEY_SEPARATOR",
-    "VAL_PREDICTIONS_FILENAME",
 ]
+
+#: Names that moved to the run-directory format (old import paths, one release).
+__moved__ = dict.fromkeys(
+    (
+        "AVERAGING_MACRO_LABEL",
+        "CALIBRATION_COLUMNS",
+        "DEFAULT_CALIBRATION_BINS",
+        "LEGACY_SEED",
+        "METADATA_FILENAME",
+        "METRICS_FILENAME",
+        "MULTI_LABEL_COLUMNS",
+        "PREDICTIONS_FILENAME",
+        "PROBABILITY_SUM_TOLERANCE",
+        "SINGLE_LABEL_COLUMNS",
+        "SPLIT_INFO_FILENAME",
+        "VAL_PREDICTIONS_FILENAME",
+    ),
+    "deepecgkit.rundir.format",
+)
+__getattr__ = moved_names(__name__, __moved__)

@@ -8,9 +8,9 @@ numbers of :mod:`deepecgkit.evaluation.metrics`, with three additions:
   exactly the number :meth:`ECGEvaluator.evaluate` reports; given ``groups``
   (patient or recording of each segment) it resamples groups, and without
   them its output says that the samples were assumed independent;
-* group-aware cross-validation, where a patient or recording never straddles
-  a fold boundary (segments of one recording are strongly correlated, and
-  letting them do so inflates the estimate);
+* (through :func:`deepecgkit.training.cross_validate`, which fits the models)
+  group-aware cross-validation, where a patient or recording never straddles
+  a fold boundary;
 * a tabular report with calibration before and after temperature scaling.
 
 torch is imported only on the paths that run a torch model or build a
@@ -25,13 +25,15 @@ import logging
 import math
 import numbers
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from deepecgkit.analysis.constants import CONFIDENCE_LEVEL
+from deepecgkit._compat import REMOVED_IN
+from deepecgkit.defaults import CONFIDENCE_LEVEL
 from deepecgkit.evaluation._bootstrap import (
     bootstrap_metric_values,
     chunk_rows,
@@ -43,7 +45,6 @@ from deepecgkit.evaluation._links import logits_to_probabilities
 from deepecgkit.evaluation._validation import (
     MATRIX_NDIM,
     check_n_bins,
-    check_same_length,
     is_multilabel_target,
     to_numpy,
 )
@@ -51,12 +52,9 @@ from deepecgkit.evaluation.constants import (
     AUC_METRIC,
     AVERAGE_MODES,
     DEFAULT_BOOTSTRAP_RESAMPLES,
-    DEFAULT_CALIBRATION_BINS,
     DEFAULT_EVALUATOR_METRICS,
-    INNER_VALIDATION_FOLDS,
     MAX_CLASSIFICATION_CLASSES,
     PREDICTION_BATCH_SIZE,
-    PROBABILITY_SUM_TOLERANCE,
     REGRESSION_METRICS,
     SUPPORTED_METRICS,
     TASK_TYPE_AUTO,
@@ -70,7 +68,9 @@ from deepecgkit.evaluation.metrics import (
     resolve_average,
 )
 from deepecgkit.evaluation.recalibration import calibration_report
-from deepecgkit.evaluation.report import atomic_write_text
+from deepecgkit.io import atomic_write_text
+from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS, PROBABILITY_SUM_TOLERANCE
+from deepecgkit.rundir.metrics import resolve_spelling
 
 __all__ = ["ECGEvaluator"]
 
@@ -93,6 +93,19 @@ _PAIR = 2
 _TRIPLE = 3
 #: An inner split needs at least two parts: one to fit, one to tune.
 _MIN_INNER_FOLDS = 2
+
+
+def _evaluator_spelling(name: Any) -> Any:
+    """The evaluator's spelling of a metric name given in any registry spelling.
+
+    ``auroc`` and ``roc_auc`` become ``auc`` (aliases are accepted on input; results
+    are keyed by the evaluator's spelling); an unknown name is returned as given,
+    for the caller's error message.
+    """
+    try:
+        return resolve_spelling(name, SUPPORTED_METRICS)
+    except (ValueError, TypeError):
+        return name
 
 
 def _torch_module(model: Any) -> bool:
@@ -139,24 +152,17 @@ def _percentile_summary(values: np.ndarray, confidence_level: float) -> dict[str
     }
 
 
-class _FoldLoaders:
-    """The two loaders ``ECGTrainer.fit`` asks for, built from one training fold."""
-
-    def __init__(self, train: Any, val: Any, batch_size: int, seed: int) -> None:
-        self._train, self._val = train, val
-        self._batch_size, self._seed = batch_size, seed
-
-    def train_dataloader(self) -> Any:
-        import torch
-        from torch.utils.data import DataLoader
-
-        generator = torch.Generator().manual_seed(self._seed)
-        return DataLoader(self._train, self._batch_size, shuffle=True, generator=generator)
-
-    def val_dataloader(self) -> Any:
-        from torch.utils.data import DataLoader
-
-        return DataLoader(self._val, self._batch_size, shuffle=False)
+#: The old positional order of :meth:`ECGEvaluator.cross_validate`.
+_CROSS_VALIDATE_POSITIONAL = (
+    "model_class",
+    "data",
+    "k_folds",
+    "groups",
+    "epochs",
+    "batch_size",
+    "train_config",
+    "seed",
+)
 
 
 class ECGEvaluator:
@@ -190,7 +196,10 @@ class ECGEvaluator:
         calibration_bins: int = DEFAULT_CALIBRATION_BINS,
         average: str = "auto",
     ) -> None:
-        names = list(metrics) if metrics is not None else list(DEFAULT_EVALUATOR_METRICS)
+        names = [
+            _evaluator_spelling(name)
+            for name in (list(metrics) if metrics is not None else DEFAULT_EVALUATOR_METRICS)
+        ]
         unknown = [name for name in names if name not in SUPPORTED_METRICS]
         if unknown:
             raise ValueError(f"unknown metric(s) {unknown}; supported: {sorted(SUPPORTED_METRICS)}")
@@ -361,7 +370,7 @@ class ECGEvaluator:
         scores_array = to_numpy(scores) if scores is not None else None
         return predictions_array, targets_array, scores_array, ran_torch
 
-    def _detect_task(self, targets: np.ndarray | None) -> str:
+    def detect_task(self, targets: np.ndarray | None) -> str:
         """Classification or regression (``task_type`` wins unless it is ``"auto"``)."""
         if self.task_type != TASK_TYPE_AUTO:
             return self.task_type
@@ -441,7 +450,7 @@ class ECGEvaluator:
         """
         self.y_scores = None if y_scores is None else to_numpy(y_scores)
         predictions, targets, scores, ran_torch = self._resolve_inputs(model, test_data, y_scores)
-        task = self._detect_task(targets)
+        task = self.detect_task(targets)
         if ran_torch and task == TASK_TYPE_CLASSIFICATION:
             predictions = _outputs_to_probabilities(predictions, is_multilabel_target(targets))
         mode = self._resolve_mode(predictions, targets)
@@ -594,6 +603,7 @@ class ECGEvaluator:
         self,
         model: Any,
         test_data: Any,
+        *,
         save_path: str | None = None,
         y_scores: np.ndarray | None = None,
         calibration_fit: tuple | None = None,
@@ -658,152 +668,32 @@ class ECGEvaluator:
             atomic_write_text(save_path, frame.to_csv(index=False, lineterminator="\n"))
         return frame
 
-    # --- cross-validation -----------------------------------------------------------------
+    # --- cross-validation (moved to deepecgkit.training) ----------------------------------
 
-    def _splitter(self, n_splits: int, groups: np.ndarray | None, seed: int) -> Any:
-        from sklearn.model_selection import GroupKFold, KFold
+    def cross_validate(self, *args: Any, **kwargs: Any) -> dict[str, list[float]]:
+        """Deprecated: :func:`deepecgkit.training.cross_validate` with this evaluator.
 
-        if groups is None:
-            return KFold(n_splits=n_splits, shuffle=True, random_state=seed)
-        return GroupKFold(n_splits=n_splits)
-
-    def _target_tensor(self, y: np.ndarray) -> Any:
-        """int64 for integer class labels, float32 for multi-hot or real targets."""
-        import torch
-
-        integer_labels = (
-            y.ndim == 1
-            and self._detect_task(y) == TASK_TYPE_CLASSIFICATION
-            and bool(np.all(y == np.round(y)))
-        )
-        if integer_labels:
-            return torch.as_tensor(y.astype(np.int64))
-        return torch.as_tensor(y.astype(np.float32))
-
-    def _dataset(self, x: np.ndarray, y: np.ndarray) -> Any:
-        import torch
-        from torch.utils.data import TensorDataset
-
-        return TensorDataset(torch.as_tensor(x, dtype=torch.float32), self._target_tensor(y))
-
-    def _fit_torch(
-        self,
-        model: Any,
-        x: np.ndarray,
-        y: np.ndarray,
-        groups: np.ndarray | None,
-        *,
-        epochs: int,
-        batch_size: int,
-        train_config: dict[str, Any] | None,
-        seed: int,
-    ) -> None:
-        """Train on one training fold with an inner (fit, tune) split for early stopping."""
-        config = dict(train_config or {})
-        if is_multilabel_target(y):
-            config.setdefault("multi_label", True)
-        if self.task_type == TASK_TYPE_REGRESSION:
-            config.setdefault("task_type", TASK_TYPE_REGRESSION)
-        units = len(np.unique(groups)) if groups is not None else x.shape[0]
-        n_inner = min(INNER_VALIDATION_FOLDS, units)
-        if n_inner < _MIN_INNER_FOLDS:
-            raise ValueError(
-                f"a training fold of {units} sample(s)/group(s) is too small to set a "
-                "validation part aside; use fewer folds or more data"
-            )
-        inner = self._splitter(n_inner, groups, seed)
-        fit_idx, tune_idx = next(inner.split(x, y, groups))
-        loaders = _FoldLoaders(
-            self._dataset(x[fit_idx], y[fit_idx]),
-            self._dataset(x[tune_idx], y[tune_idx]),
-            batch_size,
-            seed,
-        )
-        from deepecgkit.training import ECGTrainer
-
-        ECGTrainer(model, train_config=config, device=self.device).fit(
-            loaders, epochs=epochs, progress_bar=False
-        )
-
-    def _score_estimator(self, model: Any, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
-        if callable(model):
-            return self.evaluate(model, (x, y))
-        if hasattr(model, "predict_proba"):
-            return self.evaluate(model.predict_proba(x), y)
-        if hasattr(model, "predict"):
-            return self.evaluate(model.predict(x), y)
-        raise TypeError(
-            f"{type(model).__name__} is neither callable nor has predict_proba/predict; "
-            "cannot score it"
-        )
-
-    def cross_validate(
-        self,
-        model_class: type,
-        data: Any,
-        k_folds: int = 5,
-        groups: np.ndarray | None = None,
-        epochs: int = 10,
-        batch_size: int = 32,
-        train_config: dict[str, Any] | None = None,
-        seed: int = 42,
-        **model_kwargs: Any,
-    ) -> dict[str, list[float]]:
-        """K-fold cross-validation with a fresh ``model_class(**model_kwargs)`` per fold.
-
-        Without ``groups``: ``KFold(k_folds, shuffle=True, random_state=seed)``.
-        With ``groups`` (patient or recording per sample): ``GroupKFold(k_folds)``
-        with scikit-learn's defaults, so a group never straddles folds and the
-        folds do not depend on ``seed``.
-
-        A torch module is trained with ``deepecgkit.training.ECGTrainer`` on the
-        training fold only (a tenth of it, by the same fold rule, set aside
-        for the learning-rate schedule and early stopping) and scored on the
-        held-out fold. Other models are ``fit`` and scored through
-        ``__call__``, ``predict_proba`` or ``predict``, the first available.
-
-        Returns:
-            ``{metric: [value per fold]}``; NaNs kept, one entry per fold.
-
-        Raises:
-            ValueError: ``data`` not an ``(X, y)`` tuple, ``groups`` of the wrong
-                length, too few samples or groups for ``k_folds`` (scikit-learn's).
-            TypeError: a model that can be neither called nor asked to predict.
+        Cross-validation fits models, so it lives with training; this method
+        delegates to it, with the same arguments and results, for one release.
+        Positional arguments keep the method's old order
+        (:data:`_CROSS_VALIDATE_POSITIONAL`).
         """
-        if not (isinstance(data, tuple) and len(data) == _PAIR):
-            raise ValueError("data must be an (X, y) tuple of arrays or tensors")
-        x, y = to_numpy(data[0]), to_numpy(data[1])
-        check_same_length(y, "y", x, "X")
-        group_array = None
-        if groups is not None:
-            group_array = to_numpy(groups)
-            check_same_length(group_array, "groups", x, "X")
-        results: dict[str, list[float]] = {name: [] for name in self.metrics}
-        splitter = self._splitter(k_folds, group_array, seed)
-        for train_idx, test_idx in splitter.split(x, y, group_array):
-            model = model_class(**model_kwargs)
-            if _torch_module(model):
-                from torch.utils.data import DataLoader
+        warnings.warn(
+            "ECGEvaluator.cross_validate is deprecated: call "
+            "deepecgkit.training.cross_validate(evaluator, model_class, data, ...) "
+            f"(the method is removed in deepecgkit {REMOVED_IN})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from deepecgkit.training.cross_validation import cross_validate
 
-                train_groups = group_array[train_idx] if group_array is not None else None
-                self._fit_torch(
-                    model,
-                    x[train_idx],
-                    y[train_idx],
-                    train_groups,
-                    epochs=epochs,
-                    batch_size=batch_size,
-                    train_config=train_config,
-                    seed=seed,
-                )
-                held_out = DataLoader(
-                    self._dataset(x[test_idx], y[test_idx]), batch_size, shuffle=False
-                )
-                fold = self.evaluate(model, held_out)
-            else:
-                if hasattr(model, "fit"):
-                    model.fit(x[train_idx], y[train_idx])
-                fold = self._score_estimator(model, x[test_idx], y[test_idx])
-            for name in self.metrics:
-                results[name].append(float(fold.get(name, _NAN)))
-        return results
+        if len(args) > len(_CROSS_VALIDATE_POSITIONAL):
+            raise TypeError(
+                f"cross_validate takes at most {len(_CROSS_VALIDATE_POSITIONAL)} positional "
+                f"arguments ({', '.join(_CROSS_VALIDATE_POSITIONAL)}); got {len(args)}"
+            )
+        named = dict(zip(_CROSS_VALIDATE_POSITIONAL, args, strict=False))
+        clash = sorted(set(named) & set(kwargs))
+        if clash:
+            raise TypeError(f"cross_validate got multiple values for {', '.join(clash)}")
+        return cross_validate(self, **named, **kwargs)

@@ -51,6 +51,7 @@ from deepecgkit.evaluation._validation import (
     check_row_sums,
     check_same_length,
     is_multilabel_target,
+    paired_arrays,
 )
 from deepecgkit.evaluation.constants import (
     AUC_ALIAS,
@@ -64,15 +65,13 @@ from deepecgkit.evaluation.constants import (
     DEFAULT_EVALUATOR_METRICS,
     MULTICLASS_THRESHOLD,
     PROBABILITY_RANGE_TOLERANCE,
-    TASK_BINARY,
-    TASK_MULTICLASS,
-    TASK_MULTILABEL,
+    TASK_BINARY,  # noqa: F401 - still importable from here
+    TASK_MULTICLASS,  # noqa: F401 - still importable from here
+    TASK_MULTILABEL,  # noqa: F401 - still importable from here
 )
 
+#: The task names (``TASK_*``) are listed by the constants module, their home.
 __all__ = [
-    "TASK_BINARY",
-    "TASK_MULTICLASS",
-    "TASK_MULTILABEL",
     "calculate_classification_metrics",
     "calculate_regression_metrics",
     "confusion_matrix_analysis",
@@ -209,12 +208,7 @@ def prepare_classification_inputs(y_true: Any, y_pred: Any) -> ClassificationInp
     argmaxed; a 1-D float in [0, 1] with at most two classes is a
     positive-class probability; any other 1-D input is integer labels.
     """
-    y = as_numeric(y_true, "y_true")
-    pred = as_numeric(y_pred, "y_pred")
-    check_not_empty(y, "y_true")
-    check_same_length(pred, "y_pred", y, "y_true")
-    check_finite(y, "y_true")
-    check_finite(pred, "y_pred")
+    y, pred = paired_arrays(y_true, y_pred, "y_pred")
     if is_multilabel_target(y):
         return _multilabel_inputs(y, pred)
     y = as_label_vector(y)

@@ -60,11 +60,11 @@ from deepecgkit.evaluation.constants import (
     BOUND_TOLERANCE,
     CALIBRATION_METRIC_NAMES,
     CALIBRATION_ROW_ORDER,
-    DEFAULT_CALIBRATION_BINS,
     DEFAULT_TEMPERATURE_BOUNDS,
     NEUTRAL_TEMPERATURE,
     TASK_MULTILABEL,
 )
+from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS
 
 __all__ = [
     "TemperatureScaler",
@@ -304,6 +304,7 @@ class TemperatureScaler:
 def calibration_report(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     fit_targets: np.ndarray | None = None,
     fit_logits: np.ndarray | None = None,

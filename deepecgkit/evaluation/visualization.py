@@ -64,12 +64,12 @@ from deepecgkit.evaluation.calibration import (  # noqa: E402
 from deepecgkit.evaluation.constants import (  # noqa: E402
     BINNING_QUANTILE,
     BINNING_UNIFORM,
-    DEFAULT_CALIBRATION_BINS,
     DEFAULT_PROBE_METRIC,
     FIGURE_DPI,
     TASK_BINARY,
 )
-from deepecgkit.evaluation.report import atomic_write_bytes  # noqa: E402
+from deepecgkit.io import atomic_write_bytes  # noqa: E402
+from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS  # noqa: E402
 
 __all__ = [
     "finalize_figure",
@@ -175,6 +175,7 @@ def _finish(fig: Figure, directory: Path | None, filename: str) -> None:
 def plot_confusion_matrix(
     y_true: np.ndarray,
     y_pred: np.ndarray,
+    *,
     class_names: list[str] | None = None,
     title: str = "Confusion Matrix",
     save_path: str | None = None,
@@ -218,6 +219,7 @@ def plot_confusion_matrix(
 def plot_roc_curve(
     y_true: np.ndarray,
     y_scores: np.ndarray,
+    *,
     title: str = "ROC Curve",
     save_path: str | None = None,
 ) -> None:
@@ -266,6 +268,7 @@ def _probability_matrix(y_prob: np.ndarray) -> np.ndarray:
 def plot_calibration_curve(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     class_names: list[str] | None = None,
     n_bins: int = 10,
     title: str = "Calibration Plot",
@@ -370,6 +373,7 @@ def _draw_reliability_panels(
 def plot_reliability_diagram(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     task: str | None = None,
     strategy: str = BINNING_UNIFORM,
@@ -427,7 +431,7 @@ def plot_reliability_diagram(
 
 
 def plot_training_curves(
-    metrics_path: str, save_dir: str | None = None, save_path: str | None = None
+    metrics_path: str, *, save_dir: str | None = None, save_path: str | None = None
 ) -> None:
     """Loss (and, when logged, accuracy) per epoch from the trainer's CSV log.
 
@@ -463,6 +467,7 @@ def plot_training_curves(
 
 def plot_ecg_signals(
     data: np.ndarray,
+    *,
     sampling_rate: float = 500.0,
     leads: list[str] | None = None,
     title: str = "ECG Signals",
@@ -511,6 +516,7 @@ def plot_ecg_signals(
 def plot_predictions(
     y_true: np.ndarray,
     y_pred: np.ndarray,
+    *,
     title: str = "Predictions vs True Values",
     save_path: str | None = None,
 ) -> None:
@@ -534,6 +540,7 @@ def plot_transfer_matrix(
     values: np.ndarray,
     sources: list[str],
     targets: list[str],
+    *,
     metric: str = DEFAULT_PROBE_METRIC,
     baseline_rows: int = 0,
     title: str = "Cross-Dataset Transfer",

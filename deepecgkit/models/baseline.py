@@ -7,7 +7,7 @@ meaningful floor for the AF tasks. It is a scikit-learn model (registry kind
 ``"sklearn"``): ``train-grid`` fits it directly, and it cannot serve as a
 frozen encoder.
 
-Output layouts match the trainer's three shapes (evaluation.md 2.1):
+Output layouts match the trainer's three shapes (those of ``deepecgkit.evaluation.metrics``):
 ``predict_proba`` gives ``(n, 2)`` binary, ``(n, C)`` multiclass or
 ``(n, K)`` multi-label, and ``decision_function`` gives logits ``(n,)``,
 ``(n, C)`` or ``(n, K)``, so temperature scaling applies to it as it does to

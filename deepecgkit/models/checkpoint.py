@@ -15,8 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from deepecgkit.analysis._io import REASON_MISSING, UnreadableFileError, read_regular_file
+from deepecgkit.io import REASON_MISSING, UnreadableFileError, read_regular_file
 from deepecgkit.registry import get_model
+from deepecgkit.rundir.format import CHECKPOINT_FILENAME
 
 __all__ = [
     "CHECKPOINT_FILENAME",
@@ -28,7 +29,6 @@ __all__ = [
 #: Version written into every checkpoint.
 CHECKPOINT_FORMAT_VERSION = 1
 #: Name of the checkpoint inside a run directory.
-CHECKPOINT_FILENAME = "checkpoint.pt"
 _REQUIRED_KEYS = ("model_name", "model_kwargs", "state_dict")
 
 

@@ -114,6 +114,7 @@ class FeatureExtractor:
     def from_checkpoint(
         cls,
         path: str | Path,
+        *,
         model_name: str | None = None,
         input_channels: int | None = None,
         **kwargs: Any,

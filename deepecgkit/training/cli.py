@@ -80,7 +80,7 @@ def _parse_option(text: str) -> tuple[str, Any]:
 
 
 def _grid_parser() -> _Parser:
-    from deepecgkit.analysis.constants import DEFAULT_CALIBRATION_BINS
+    from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS
     from deepecgkit.training.grid import CHECKPOINT_POLICIES
 
     parser = _Parser(

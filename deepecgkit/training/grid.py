@@ -1,12 +1,12 @@
 """``run_grid``: train every (model, dataset, seed) and write its run directory.
 
 A multi-seed analysis needs many runs that differ only in their seed, each
-recorded in the run-directory format ``deepecgkit.analysis`` reads. The
-grid produces exactly that: every seed redraws the split and the
-initialisation (and nothing else), every run directory is written through
-``write_run_report``, a run that fails is recorded as failed (never lost),
-and re-running the same command skips what is already finished, so an
-interrupted grid resumes where it stopped.
+recorded in the run-directory format (docs/run-directory.md). The grid
+produces exactly that: every seed redraws the split and the initialisation
+(and nothing else), every run directory is written through
+:mod:`deepecgkit.rundir.write` (scored by ``write_run_report``), a run that
+fails is recorded as failed (never lost), and re-running the same command
+skips what is already finished, so an interrupted grid resumes where it stopped.
 
 Runs are identified by a fingerprint of their hyperparameters (seed, paths
 and package versions excluded): a directory holding the same fingerprint
@@ -16,7 +16,6 @@ a conflict and is left untouched unless the caller asks to overwrite it.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import multiprocessing
@@ -34,19 +33,27 @@ from typing import Any
 
 import numpy as np
 
-from deepecgkit.analysis.aggregation import _read_json, read_run_metrics
-from deepecgkit.analysis.constants import (
-    DEFAULT_CALIBRATION_BINS,
-    DEFAULT_RANK_METRIC,
-    METADATA_FILENAME,
-    METRICS_FILENAME,
-    PREDICTIONS_FILENAME,
-    SPLIT_INFO_FILENAME,
-    VAL_PREDICTIONS_FILENAME,
-)
-from deepecgkit.models.checkpoint import CHECKPOINT_FILENAME
 from deepecgkit.registry import get_dataset_info, get_model_info
-from deepecgkit.training.trainer import DEFAULT_SCHEDULER, TRAINING_LOG_FILENAME
+from deepecgkit.rundir.format import (
+    CHECKPOINT_FILENAME,
+    DEFAULT_CALIBRATION_BINS,
+    ERROR_LOG_FILENAME,
+    RETURNCODE_FAILED,
+    RETURNCODE_INTERRUPTED,
+    RETURNCODE_OK,
+    checkpoint_path,
+    run_directory_name,
+)
+from deepecgkit.rundir.metrics import PRIMARY_METRIC
+from deepecgkit.rundir.read import is_run_directory, read_metadata, read_run_metrics
+from deepecgkit.rundir.write import (
+    clear_run_files,
+    params_fingerprint,
+    write_error_log,
+    write_failed_run_report,
+    write_interrupted_run,
+)
+from deepecgkit.training.trainer import DEFAULT_SCHEDULER
 
 __all__ = [
     "CHECKPOINT_POLICIES",
@@ -74,24 +81,6 @@ CHECKPOINTS_ALL = "all"
 CHECKPOINTS_FIRST_SEED = "first-seed"
 CHECKPOINTS_NONE = "none"
 CHECKPOINT_POLICIES = (CHECKPOINTS_ALL, CHECKPOINTS_FIRST_SEED, CHECKPOINTS_NONE)
-#: Traceback of a failed run, next to its metadata.
-ERROR_LOG_FILENAME = "error.log"
-#: Return codes recorded in ``run_metadata.json``.
-RETURNCODE_OK = 0
-RETURNCODE_FAILED = 1
-RETURNCODE_INTERRUPTED = 130
-#: Files a (re)run rewrites; the metrics file goes first so that a reader never
-#: pairs an old result with new predictions while the run is under way.
-_RUN_FILES = (
-    METRICS_FILENAME,
-    METADATA_FILENAME,
-    SPLIT_INFO_FILENAME,
-    PREDICTIONS_FILENAME,
-    VAL_PREDICTIONS_FILENAME,
-    CHECKPOINT_FILENAME,
-    TRAINING_LOG_FILENAME,
-    ERROR_LOG_FILENAME,
-)
 
 
 class GridUsageError(ValueError):
@@ -144,7 +133,7 @@ class RunStatus:
     run_dir: str
     status: str
     returncode: int
-    metric: str = DEFAULT_RANK_METRIC
+    metric: str = PRIMARY_METRIC
     value: float = math.nan
     seconds: float = 0.0
     error: str | None = None
@@ -160,11 +149,6 @@ class _RunTask:
     fingerprint: str
     keep_checkpoint: bool
     settings: GridSettings
-
-
-def run_directory_name(model: str, dataset: str, seed: int) -> str:
-    """``<model>_<dataset>_seed<seed>``: the ``seed<N>`` suffix the analysis reads."""
-    return f"{model}_{dataset}_seed{seed}"
 
 
 def _output_size(dataset: str) -> int:
@@ -214,39 +198,23 @@ def grid_parameters(model: str, dataset: str, settings: GridSettings) -> dict[st
 # --- resume ---------------------------------------------------------------------------------
 
 
-def _read_metadata(run_dir: Path) -> dict[str, Any] | None:
-    return _read_json(run_dir / METADATA_FILENAME)
-
-
 def _read_headline(run_dir: Path) -> float:
     """The headline metric of a finished run directory (NaN when unreadable)."""
     record = read_run_metrics(run_dir)
-    return math.nan if record is None else record.metrics.get(DEFAULT_RANK_METRIC, math.nan)
+    return math.nan if record is None else record.metrics.get(PRIMARY_METRIC, math.nan)
 
 
 def _resume_decision(task: _RunTask) -> str | None:
     """``"skipped"``, ``"conflict"`` or None (run it)."""
     run_dir = Path(task.run_dir)
-    metadata = _read_metadata(run_dir)
+    metadata = read_metadata(run_dir)
     if metadata is None:
         return None
     recorded = metadata.get("params_fingerprint")
     if recorded != task.fingerprint:
         return None if task.settings.overwrite else STATUS_CONFLICT
-    finished = (
-        metadata.get("returncode") == RETURNCODE_OK and (run_dir / METRICS_FILENAME).is_file()
-    )
+    finished = metadata.get("returncode") == RETURNCODE_OK and is_run_directory(run_dir)
     return STATUS_SKIPPED if finished else None
-
-
-def _clear_run_files(run_dir: Path) -> None:
-    for name in _RUN_FILES:
-        (run_dir / name).unlink(missing_ok=True)
-
-
-def _remove_temporaries(run_dir: Path) -> None:
-    for leftover in run_dir.glob(".*.tmp"):
-        leftover.unlink(missing_ok=True)
 
 
 # --- one run -----------------------------------------------------------------------------------
@@ -345,7 +313,7 @@ def _train_torch(task: _RunTask, module: Any, run_dir: Path, meta: dict[str, Any
         # fit wrote the best weights; rewrite them with what a reader of the
         # checkpoint alone needs to use it
         trainer.save_checkpoint(
-            run_dir / CHECKPOINT_FILENAME,
+            checkpoint_path(run_dir),
             epoch=fitted["best_epoch"],
             extra={
                 "class_names": module.class_names,
@@ -423,7 +391,7 @@ def _report_targets(targets: np.ndarray, multilabel: bool) -> np.ndarray:
 
 def _train_and_report(task: _RunTask, state: _RunState) -> float:
     """Steps 3-6 of a run: data, training, predictions, run directory; returns the headline."""
-    from deepecgkit.evaluation.report import write_run_report
+    from deepecgkit.evaluation.run_scoring import write_run_report
     from deepecgkit.utils import seed_everything
 
     meta, timings = state.meta, state.timings
@@ -472,7 +440,7 @@ def _train_and_report(task: _RunTask, state: _RunState) -> float:
         calibration_bins=task.settings.calibration_bins,
         average=task.settings.average,
     )
-    return float(row.get(DEFAULT_RANK_METRIC, math.nan))
+    return float(row.get(PRIMARY_METRIC, math.nan))
 
 
 def _execute_run(task: _RunTask) -> RunStatus:
@@ -493,7 +461,7 @@ def _execute_run(task: _RunTask) -> RunStatus:
     else:
         state = _RunState(Path(task.run_dir), _metadata_base(task), started)
         state.run_dir.mkdir(parents=True, exist_ok=True)
-        _clear_run_files(state.run_dir)
+        clear_run_files(state.run_dir)
         state.meta["started_at"] = _now()
         deterministic = torch.are_deterministic_algorithms_enabled()
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
@@ -515,8 +483,6 @@ def _execute_run(task: _RunTask) -> RunStatus:
 
 def _record_failure(task: _RunTask, state: _RunState, error: str) -> None:
     """Write the failed run's metadata, split sizes, empty metrics row and traceback."""
-    from deepecgkit.evaluation.report import atomic_write_text, write_failed_run_report
-
     logger.error("%s failed: %s", state.run_dir.name, error)
     state.timings["total_s"] = time.perf_counter() - state.started
     state.meta.update({"timings": state.timings, "finished_at": _now()})
@@ -527,7 +493,7 @@ def _record_failure(task: _RunTask, state: _RunState, error: str) -> None:
         except Exception:  # the split itself may be what failed
             split_info = None
     try:
-        atomic_write_text(state.run_dir / ERROR_LOG_FILENAME, traceback.format_exc())
+        write_error_log(state.run_dir, traceback.format_exc())
         write_failed_run_report(
             state.run_dir,
             task.model,
@@ -544,32 +510,14 @@ def _record_failure(task: _RunTask, state: _RunState, error: str) -> None:
 
 def _record_interrupt(state: _RunState) -> None:
     """Leave no metrics file and no temporaries; note the interruption in the metadata."""
-    from deepecgkit.evaluation.report import atomic_write_text
-
-    _remove_temporaries(state.run_dir)
-    (state.run_dir / METRICS_FILENAME).unlink(missing_ok=True)
     state.timings["total_s"] = time.perf_counter() - state.started
     state.meta.update(
         {"returncode": RETURNCODE_INTERRUPTED, "timings": state.timings, "error": "interrupted"}
     )
     try:
-        atomic_write_text(
-            state.run_dir / METADATA_FILENAME, json.dumps(_json_ready(state.meta), indent=2) + "\n"
-        )
+        write_interrupted_run(state.run_dir, state.meta)
     except Exception as exc:  # best effort while the user is stopping the grid
         logger.warning("could not record the interruption of %s: %s", state.run_dir.name, exc)
-
-
-def _json_ready(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, (np.generic,)):
-        return value.item()
-    return value
 
 
 # --- the grid ---------------------------------------------------------------------------------
@@ -637,8 +585,6 @@ def _tasks(
     out: Path,
     settings: GridSettings,
 ) -> list[_RunTask]:
-    from deepecgkit.evaluation.report import params_fingerprint
-
     first_seed = min(int(s) for s in seeds)
     tasks = []
     for dataset in datasets:

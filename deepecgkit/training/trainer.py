@@ -34,13 +34,14 @@ from tqdm.auto import tqdm
 
 from deepecgkit.evaluation.constants import TASK_MULTILABEL
 from deepecgkit.evaluation.recalibration import apply_temperature
-from deepecgkit.evaluation.report import atomic_write_bytes, atomic_write_text
+from deepecgkit.io import atomic_write_bytes
 from deepecgkit.models.checkpoint import (
-    CHECKPOINT_FILENAME,
     CHECKPOINT_FORMAT_VERSION,
     build_model_from_checkpoint,
     read_checkpoint,
 )
+from deepecgkit.rundir.format import TRAINING_LOG_FILENAME, checkpoint_path
+from deepecgkit.rundir.write import write_training_log
 from deepecgkit.utils import AUTO_DEVICE, resolve_device
 
 __all__ = [
@@ -70,8 +71,6 @@ DEFAULT_TRAIN_CONFIG: dict[str, Any] = {
     "pos_weight": None,
     "gradient_clip_val": None,
 }
-#: Per-epoch log written to ``log_dir``; ``plot_training_curves`` reads it.
-TRAINING_LOG_FILENAME = "training_log.csv"
 #: Probability above which a binary or multi-label output counts as positive.
 DECISION_THRESHOLD = 0.5
 #: Batch size used by :meth:`ECGTrainer.predict_split` when the module has none.
@@ -347,7 +346,7 @@ class ECGTrainer:
             patience=int(sched["patience"]),
             min_lr=float(sched["min_lr"]),
         )
-        checkpoint_path = Path(checkpoint_dir) / CHECKPOINT_FILENAME if checkpoint_dir else None
+        best_path = checkpoint_path(checkpoint_dir) if checkpoint_dir else None
         self.history = []
         self.best_val_loss = math.inf
         self.best_epoch = 0
@@ -369,9 +368,9 @@ class ECGTrainer:
                 self.best_epoch = epoch
                 best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
                 stale = 0
-                if checkpoint_path is not None:
-                    self.save_checkpoint(checkpoint_path, epoch=epoch)
-                    self.best_checkpoint_path = checkpoint_path
+                if best_path is not None:
+                    self.save_checkpoint(best_path, epoch=epoch)
+                    self.best_checkpoint_path = best_path
             else:
                 stale += 1
                 if stale >= int(early_stopping_patience):
@@ -411,7 +410,7 @@ class ECGTrainer:
         writer = csv.DictWriter(buffer, fieldnames=list(row), lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.history)
-        atomic_write_text(Path(log_dir) / TRAINING_LOG_FILENAME, buffer.getvalue())
+        write_training_log(log_dir, buffer.getvalue())
 
     # --- prediction ------------------------------------------------------------------------
 
@@ -579,7 +578,7 @@ class ECGTrainer:
     # --- checkpoints ----------------------------------------------------------------------------
 
     def save_checkpoint(
-        self, path: str | Path, epoch: int | None = None, extra: dict[str, Any] | None = None
+        self, path: str | Path, *, epoch: int | None = None, extra: dict[str, Any] | None = None
     ) -> Path:
         """Write the model weights and what is needed to rebuild it, atomically.
 
@@ -612,7 +611,7 @@ class ECGTrainer:
 
     @classmethod
     def load_checkpoint(
-        cls, path: str | Path, model: nn.Module | None = None, device: str = AUTO_DEVICE
+        cls, path: str | Path, *, model: nn.Module | None = None, device: str = AUTO_DEVICE
     ) -> ECGTrainer:
         """Rebuild a trainer (model from the registry unless given) from a checkpoint.
 

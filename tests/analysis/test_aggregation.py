@@ -13,18 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deepecgkit.analysis import aggregation
-from deepecgkit.analysis.aggregation import (
-    RUN_FRAME_COLUMNS,
-    RunRecord,
-    aggregate_runs,
-    discover_runs,
-    find_run_directories,
-    read_run_metrics,
-    reconcile_averaging,
-    runs_to_frame,
-)
-from deepecgkit.analysis.constants import (
+from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
+from deepecgkit.analysis.statistics import summarize_scores
+from deepecgkit.rundir import read as aggregation
+from deepecgkit.rundir.format import (
     AVERAGING_MACRO_LABEL,
     AVERAGING_UNKNOWN,
     METADATA_FILENAME,
@@ -32,8 +24,10 @@ from deepecgkit.analysis.constants import (
     SINGLE_LABEL_METRICS,
     SPLIT_INFO_FILENAME,
 )
-from deepecgkit.analysis.statistics import summarize_scores
-from deepecgkit.analysis.synthetic import SplitSizes, write_run_directory
+from deepecgkit.rundir.read import discover_runs, find_run_directories, read_run_metrics
+from deepecgkit.rundir.records import RUN_FRAME_COLUMNS, RunRecord, runs_to_frame
+from deepecgkit.rundir.synthetic import SplitSizes
+from deepecgkit.rundir.write import write_run_directory
 
 
 def make_run(root: Path, name: str, **kwargs: object) -> Path:

@@ -22,23 +22,15 @@ import pytest
 import scipy.stats
 
 from deepecgkit.analysis import ranking
-from deepecgkit.analysis.aggregation import (
-    aggregate_runs,
-    discover_runs,
-    reconcile_averaging,
-    runs_to_frame,
-)
+from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
 from deepecgkit.analysis.cli import main as analysis_main
 from deepecgkit.analysis.latex import compile_table
 from deepecgkit.analysis.ranking import all_flip_tests, rank_distribution
-from deepecgkit.analysis.synthetic import (
-    CorpusSpec,
-    Reversal,
-    SplitSizes,
-    generate_corpus,
-    write_run_directory,
-)
 from deepecgkit.cli import main as deepecg_main
+from deepecgkit.rundir.read import discover_runs
+from deepecgkit.rundir.records import runs_to_frame
+from deepecgkit.rundir.synthetic import CorpusSpec, Reversal, SplitSizes, generate_corpus
+from deepecgkit.rundir.write import write_run_directory
 
 RUN_COLUMNS = [
     "run_dir",

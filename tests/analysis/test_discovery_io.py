@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from deepecgkit.analysis.aggregation import discover_runs, read_run_metrics
-from deepecgkit.analysis.constants import METADATA_FILENAME, METRICS_FILENAME
-from deepecgkit.analysis.synthetic import write_run_directory
+from deepecgkit.rundir.format import METADATA_FILENAME, METRICS_FILENAME
+from deepecgkit.rundir.read import discover_runs, read_run_metrics
+from deepecgkit.rundir.write import write_run_directory
 
 #: Seconds a read may take before it counts as blocked on a FIFO.
 BLOCK_TIMEOUT = 10.0

@@ -20,21 +20,14 @@ import pandas as pd
 import pytest
 
 from deepecgkit.analysis import cli as analysis_cli
-from deepecgkit.analysis.aggregation import (
-    discover_runs,
-    read_run,
-    reconcile_averaging,
-    runs_to_frame,
-)
-from deepecgkit.analysis.constants import (
-    METADATA_FILENAME,
-    METRICS_FILENAME,
-    SPLIT_INFO_FILENAME,
-)
+from deepecgkit.analysis.aggregation import reconcile_averaging
 from deepecgkit.analysis.latex import compile_table, latex_engine, needs_unicode_engine
 from deepecgkit.analysis.ranking import paired_difference, rank_within_seed
-from deepecgkit.analysis.run_cache import scan_tree_state
-from deepecgkit.analysis.synthetic import write_run_directory
+from deepecgkit.rundir.cache import scan_tree_state
+from deepecgkit.rundir.format import METADATA_FILENAME, METRICS_FILENAME, SPLIT_INFO_FILENAME
+from deepecgkit.rundir.read import discover_runs, read_run
+from deepecgkit.rundir.records import runs_to_frame
+from deepecgkit.rundir.write import write_run_directory
 
 LOGREG_PR = "logreg-features_synthetic-long-pr"
 CNN_PR = "simple-cnn_synthetic-long-pr"
@@ -401,11 +394,7 @@ def test_nan_and_in_range_values_are_not_suspect(tmp_path: Path) -> None:
 
 
 def test_every_metric_of_both_schemas_has_a_range() -> None:
-    from deepecgkit.analysis.constants import (
-        METRIC_RANGES,
-        MULTI_LABEL_METRICS,
-        SINGLE_LABEL_METRICS,
-    )
+    from deepecgkit.rundir.format import METRIC_RANGES, MULTI_LABEL_METRICS, SINGLE_LABEL_METRICS
 
     assert set(METRIC_RANGES) == {*SINGLE_LABEL_METRICS, *MULTI_LABEL_METRICS}
     assert all(low < high for low, high in METRIC_RANGES.values())

@@ -1,8 +1,8 @@
 """Tests of ranking, Kendall's tau, paired differences, flip tests and rank claims.
 
-Expected values come from the specification (analysis.md section 8, the worked
-example; 00-decisions.md, the verdict order) and from independent references
-(``scipy.stats.kendalltau``, ``scipy.stats.t``, statsmodels' Benjamini-Yekutieli
+Expected values come from the specification (the worked example of
+``tests/conftest.py``; the verdict order of docs/statistics.md) and from independent
+references (``scipy.stats.kendalltau``, ``scipy.stats.t``, statsmodels' Benjamini-Yekutieli
 adjustment). Small frames are built in memory with the long-frame columns of
 ``runs_to_frame``; the worked example is read from disk through the shared
 fixtures in ``tests/conftest.py``.
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from deepecgkit.analysis import ranking
-from deepecgkit.analysis.constants import LEGACY_SEED, MIN_TEST_GROUPS
+from deepecgkit.analysis.constants import MIN_TEST_GROUPS
 from deepecgkit.analysis.ranking import (
     all_flip_tests,
     evaluate_rank_claim,
@@ -34,6 +34,7 @@ from deepecgkit.analysis.ranking import (
     tau_summary,
 )
 from deepecgkit.analysis.statistics import is_bimodal, kendall_tau
+from deepecgkit.rundir.format import LEGACY_SEED
 
 #: Tolerances of the worked example: printed values, and between implementations.
 PRINTED = 1e-9

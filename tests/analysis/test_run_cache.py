@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from deepecgkit.analysis.aggregation import UnreadableRun, discover_runs, read_run_metrics
-from deepecgkit.analysis.constants import METRICS_FILENAME
-from deepecgkit.analysis.run_cache import RunCache, metrics_file_state, scan_tree_state
-from deepecgkit.analysis.synthetic import write_run_directory
+from deepecgkit.rundir.cache import RunCache, metrics_file_state, scan_tree_state
+from deepecgkit.rundir.format import METRICS_FILENAME
+from deepecgkit.rundir.read import discover_runs, read_run_metrics
+from deepecgkit.rundir.records import UnreadableRun
+from deepecgkit.rundir.write import write_run_directory
 
 
 def make(root: Path, name: str, seed: int, f1: float = 0.5) -> Path:
@@ -134,7 +135,7 @@ def test_damaged_discovery_cache_line_is_dropped_and_parsed_again(
         text = "{format: 3\n" + "\n".join(lines[1:])
     path.write_text(text + "\n", encoding="utf-8")
 
-    with caplog.at_level(logging.WARNING, logger="deepecgkit.analysis.run_cache"):
+    with caplog.at_level(logging.WARNING, logger="deepecgkit.rundir.cache"):
         cache = RunCache.load(path)
         records, diagnostics = discover_runs(runs, reader=cache.read)
     assert [r._replace(metrics={}) for r in records] == [r._replace(metrics={}) for r in fresh]

@@ -18,21 +18,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deepecgkit.analysis.aggregation import (
-    discover_runs,
-    read_run_metrics,
-    reconcile_averaging,
-    runs_to_frame,
-)
-from deepecgkit.analysis.constants import (
-    AVERAGING_MACRO_LABEL,
-    MIN_TEST_GROUPS,
-    MULTI_LABEL_METRICS,
-    SINGLE_LABEL_METRICS,
-)
+from deepecgkit.analysis.aggregation import reconcile_averaging
+from deepecgkit.analysis.constants import MIN_TEST_GROUPS
 from deepecgkit.analysis.ranking import all_flip_tests, flip_test, paired_difference
 from deepecgkit.analysis.statistics import is_bimodal
-from deepecgkit.analysis.synthetic import (
+from deepecgkit.rundir.format import (
+    AVERAGING_MACRO_LABEL,
+    MULTI_LABEL_METRICS,
+    SINGLE_LABEL_METRICS,
+    run_directory_name,
+)
+from deepecgkit.rundir.read import discover_runs, read_run_metrics
+from deepecgkit.rundir.records import runs_to_frame
+from deepecgkit.rundir.synthetic import (
     Collapse,
     CorpusSpec,
     MixedAveraging,
@@ -42,9 +40,8 @@ from deepecgkit.analysis.synthetic import (
     TinyTestPartition,
     example_spec,
     generate_corpus,
-    run_directory_name,
-    write_run_directory,
 )
+from deepecgkit.rundir.write import write_run_directory
 
 #: The example grid plus a tiny test partition on a fourth dataset.
 PLANTED = example_spec(

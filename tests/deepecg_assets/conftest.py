@@ -14,7 +14,7 @@ import dagster as dg
 import pytest
 
 from deepecg_assets.definitions import defs
-from deepecgkit.analysis.synthetic import example_spec, generate_corpus
+from deepecgkit.rundir.synthetic import example_spec, generate_corpus
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import warnings
@@ -13,15 +14,9 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from deepecg_assets.assets.discovery import frame_to_records, records_to_frame
 from deepecg_assets.definitions import defs
 from deepecg_assets.io_managers import frame_from_csv, frame_to_csv
-from deepecgkit.analysis.aggregation import (
-    aggregate_runs,
-    discover_runs,
-    reconcile_averaging,
-    runs_to_frame,
-)
+from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
 from deepecgkit.analysis.latex import (
     flip_survival_table,
     rank_distribution_table,
@@ -34,8 +29,12 @@ from deepecgkit.analysis.ranking import (
     rank_distribution,
     tau_summary,
 )
-from deepecgkit.analysis.synthetic import write_run_directory
+from deepecgkit.rundir.read import discover_runs
+from deepecgkit.rundir.records import frame_to_records, records_to_frame, runs_to_frame
+from deepecgkit.rundir.write import write_run_directory
 
+#: Spelled out on purpose: the asset graph of the contract (README, "Assets"); the
+#: code derives its lists from ``defs``, this test pins what ``defs`` must hold.
 CONTRACT_ASSETS = {
     "discovered_runs",
     "run_metrics",
@@ -308,3 +307,13 @@ def test_root_without_permission_fails_with_one_clear_message(as_unprivileged) -
         os.chmod(locked, 0o700)
         shutil.rmtree(base)
     assert message == f"run root {locked} cannot be read: permission denied"
+
+
+def test_readme_lists_every_asset_of_the_definitions() -> None:
+    """The README's asset table is prose, so it is checked against ``defs`` instead of copied."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| asset | holds |", 1)[1].split("\n\n", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    listed = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row.split("|")[1])}
+    keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert listed == keys

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from deepecgkit.analysis.synthetic import example_spec, generate_corpus
+from deepecgkit.rundir.synthetic import example_spec, generate_corpus
 
 pytestmark = pytest.mark.slow
 

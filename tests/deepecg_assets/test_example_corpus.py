@@ -21,15 +21,11 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from deepecg_assets.resources import BUNDLED_CORPUS
-from deepecgkit.analysis.aggregation import discover_runs
-from deepecgkit.analysis.constants import (
-    METRICS_FILENAME,
-    PREDICTIONS_FILENAME,
-    VERDICT_NOT_REPRODUCED,
-    VERDICT_SUPPORTED,
-)
+from deepecgkit.analysis.constants import VERDICT_NOT_REPRODUCED, VERDICT_SUPPORTED
 from deepecgkit.datasets.synthetic import CONTRAST_DATASETS
 from deepecgkit.models.checkpoint import CHECKPOINT_FILENAME
+from deepecgkit.rundir.format import METRICS_FILENAME, PREDICTIONS_FILENAME
+from deepecgkit.rundir.read import discover_runs
 
 _SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make_example_corpus.py"
 #: The size the corpus must stay under (bytes).

@@ -23,10 +23,10 @@ from deepecg_assets.definitions import defs
 from deepecg_assets.io_managers import frame_from_csv, frame_to_csv
 from deepecg_assets.resources import OutputFolderResource, RunRootsResource
 from deepecg_assets.sensors import new_runs_sensor
-from deepecgkit.analysis.constants import METADATA_FILENAME, METRICS_FILENAME
 from deepecgkit.analysis.latex import latex_engine
-from deepecgkit.analysis.run_cache import RunCache
-from deepecgkit.analysis.synthetic import write_run_directory
+from deepecgkit.rundir.cache import RunCache
+from deepecgkit.rundir.format import METADATA_FILENAME, METRICS_FILENAME
+from deepecgkit.rundir.write import write_run_directory
 
 DISCOVERY = ["discovered_runs"]
 THROUGH_FLIPS = ["discovered_runs", "run_metrics", "reconciled_runs", "averaging_conflicts"]
@@ -93,7 +93,7 @@ def test_seeds_of_2_63_or_more_travel_exactly_through_the_platform(platform) -> 
     ],
 )
 def test_integer_columns_round_trip_the_frame_store_exactly(column: str, values: list) -> None:
-    from deepecgkit.analysis._int_columns import exact_int_array
+    from deepecgkit.rundir.int_columns import exact_int_array
 
     frame = pd.DataFrame({column: exact_int_array(values), "value": [0.5] * len(values)})
     back = frame_from_csv(frame_to_csv(frame))
@@ -116,7 +116,7 @@ def test_damaged_discovery_cache_is_rebuilt_not_fatal(platform, caplog) -> None:
     assert materialize(platform, DISCOVERY).success
     cache_file = OutputFolderResource(path=str(platform.output)).cache_file()
     _damage(cache_file)
-    with caplog.at_level(logging.WARNING, logger="deepecgkit.analysis.run_cache"):
+    with caplog.at_level(logging.WARNING, logger="deepecgkit.rundir.cache"):
         result = materialize(platform, DISCOVERY)
     assert result.success, "a damaged cache never breaks discovery"
     metadata = metadata_of(result, "discovered_runs")

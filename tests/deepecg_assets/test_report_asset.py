@@ -13,7 +13,8 @@ import pytest
 from deepecg_assets.definitions import defs
 from deepecg_assets.metadata_images import embeddable_png
 from deepecgkit.analysis.constants import REPORT_PAIRED_METRICS
-from deepecgkit.evaluation.report import write_failed_run_report, write_run_report
+from deepecgkit.evaluation.run_scoring import write_run_report
+from deepecgkit.rundir.write import write_failed_run_report
 
 N_SAMPLES, N_GROUPS = 120, 40
 
@@ -58,11 +59,17 @@ def test_statistical_report_asset(prediction_platform) -> None:
     config = {"ops": {"statistical_report": {"config": {"reference": "resnet", "plots": False}}}}
     result = job.execute_in_process(
         instance=prediction_platform.instance,
-        asset_selection=[dg.AssetKey("statistical_report")],
+        # The report reads the runs discovered_runs found (one search of the roots).
+        asset_selection=[dg.AssetKey("discovered_runs"), dg.AssetKey("statistical_report")],
         run_config=config,
     )
     assert result.success
-    metadata = result.get_asset_materialization_events()[0].materialization.metadata
+    (event,) = [
+        event
+        for event in result.get_asset_materialization_events()
+        if event.asset_key == dg.AssetKey("statistical_report")
+    ]
+    metadata = event.materialization.metadata
     assert metadata["included_runs"].value == 4
     assert metadata["exclusion_reasons"].value == {"failed_run": 1}
     paired = 2 * len(REPORT_PAIRED_METRICS)

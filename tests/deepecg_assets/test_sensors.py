@@ -7,7 +7,7 @@ import dagster as dg
 from deepecg_assets.definitions import defs
 from deepecg_assets.resources import OutputFolderResource, RunRootsResource
 from deepecg_assets.sensors import new_runs_sensor
-from deepecgkit.analysis.synthetic import write_run_directory
+from deepecgkit.rundir.write import write_run_directory
 
 
 def tick(platform, cursor: str | None) -> dg.SensorResult:

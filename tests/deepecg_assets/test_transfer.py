@@ -9,11 +9,10 @@ from deepecg_assets.assets.transfer import NO_CHECKPOINTS, matrix_frame
 from deepecg_assets.definitions import defs
 from deepecg_assets.io_managers import frame_from_csv
 from deepecg_assets.resources import BUNDLED_CORPUS
-from deepecgkit.analysis.aggregation import discover_runs
-from deepecgkit.analysis.checkpoints import encoder_checkpoints
 from deepecgkit.analysis.latex import compile_table
 from deepecgkit.datasets.synthetic import CONTRAST_DATASETS
 from deepecgkit.evaluation.constants import RANDOM_INIT
+from deepecgkit.rundir.read import discover_runs, encoder_checkpoints
 
 TRANSFER = [
     dg.AssetKey("discovered_runs"),

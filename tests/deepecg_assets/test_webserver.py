@@ -34,7 +34,7 @@ from matplotlib import image as mpimg
 from deepecg_assets.assets.discovery import RUNS_HEALTH_CHECK
 from deepecg_assets.definitions import defs
 from deepecg_assets.resources import BUNDLED_CORPUS
-from deepecgkit.analysis._io import atomic_write_bytes
+from deepecgkit.io import atomic_write_bytes
 
 pytestmark = pytest.mark.slow
 

@@ -12,24 +12,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deepecgkit.analysis.aggregation import discover_runs, read_run_metrics
-from deepecgkit.analysis.constants import (
-    AVERAGING_MACRO_LABEL,
-    MULTI_LABEL_METRICS,
-    SINGLE_LABEL_METRICS,
-)
 from deepecgkit.evaluation import (
-    MULTI_LABEL_COLUMNS,
-    SINGLE_LABEL_COLUMNS,
     ECGEvaluator,
-    atomic_write_bytes,
-    atomic_write_text,
     calculate_classification_metrics,
     calibration_report,
-    params_fingerprint,
-    write_failed_run_report,
     write_run_report,
 )
+from deepecgkit.io import atomic_write_bytes, atomic_write_text
+from deepecgkit.rundir.format import (
+    AVERAGING_MACRO_LABEL,
+    MULTI_LABEL_COLUMNS,
+    MULTI_LABEL_METRICS,
+    SINGLE_LABEL_COLUMNS,
+    SINGLE_LABEL_METRICS,
+)
+from deepecgkit.rundir.read import discover_runs, read_run_metrics
+from deepecgkit.rundir.write import params_fingerprint, write_failed_run_report
 
 RUN_FILES = (
     "predictions.csv",

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from deepecgkit import cli, registry
-from deepecgkit.analysis.aggregation import discover_runs
 from deepecgkit.models import FeatureExtractor, SimpleCNN
+from deepecgkit.rundir.read import discover_runs
 from deepecgkit.training.cli import parse_seeds
 
 # Two-epoch models on 30 patients give degenerate validation splits whose fitted

@@ -11,11 +11,14 @@ questions:
 * descriptive matched-fold differences (:func:`paired_fold_differences`): by
   how much did two models differ on the same folds or seeds? No p-values.
 
-:func:`statistical_report` builds all of it into a report folder (the
-``deepecg report`` command and the Dagster asset call it). Nothing here
-imports torch, Dagster, or matplotlib at import time.
+The statistical report that builds all of it into a report folder (the
+``deepecg report`` command and the Dagster asset) is
+:mod:`deepecgkit.statistical_report`; its names here still resolve for one
+release, with a ``DeprecationWarning``. Nothing here imports torch, Dagster,
+or matplotlib.
 """
 
+from deepecgkit._compat import moved_modules, moved_names
 from deepecgkit.analysis.compare.batch_metrics import batch_metric
 from deepecgkit.analysis.compare.bootstrap import (
     BootstrapDifference,
@@ -29,7 +32,6 @@ from deepecgkit.analysis.compare.fold_differences import (
     paired_fold_differences,
 )
 from deepecgkit.analysis.compare.mcnemar import MCNEMAR_CAVEAT, mcnemar, mcnemar_mid_p
-from deepecgkit.analysis.compare.report import ReportResult, statistical_report
 
 __all__ = [
     "MCNEMAR_CAVEAT",
@@ -46,3 +48,20 @@ __all__ = [
     "paired_fold_differences",
     "statistical_report",
 ]
+
+#: Names that moved to the statistical-report package (old import paths, one release).
+__moved__ = {
+    "ReportResult": "deepecgkit.statistical_report",
+    "statistical_report": "deepecgkit.statistical_report",
+}
+__getattr__ = moved_names(__name__, __moved__)
+
+#: Modules that moved to the statistical-report package (old import paths, one release).
+__moved_modules__ = {
+    "identity": "deepecgkit.statistical_report.identity",
+    "manifest": "deepecgkit.statistical_report.manifest",
+    "reliability_plot": "deepecgkit.statistical_report.reliability_plot",
+    "report": "deepecgkit.statistical_report.report",
+    "report_tables": "deepecgkit.statistical_report.tables",
+}
+moved_modules(__name__, __moved_modules__)

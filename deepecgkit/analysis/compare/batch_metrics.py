@@ -38,7 +38,9 @@ import numpy as np
 from scipy import special
 
 from deepecgkit.analysis.compare.errors import ComparisonError
-from deepecgkit.analysis.constants import DEFAULT_CALIBRATION_BINS, PROBABILITY_FLOOR
+from deepecgkit.analysis.constants import PROBABILITY_FLOOR, REPORT_PAIRED_METRICS
+from deepecgkit.rundir.format import DEFAULT_CALIBRATION_BINS
+from deepecgkit.rundir.metrics import direction as metric_direction
 
 __all__ = [
     "INTERVAL_METRICS",
@@ -51,18 +53,11 @@ __all__ = [
 #: A prepared metric: maps a float64 weight block ``(R, G)`` to values ``(R,)``.
 Evaluator = Callable[[np.ndarray], np.ndarray]
 
-#: Metrics of section 6.4 that take intervals, in canonical order; ``recall_<k>``
-#: stands for one metric per class index and is expanded by :func:`report_metric_names`.
+#: Metrics of the report that take intervals, in canonical order: the paired metrics,
+#: then ``recall_<k>`` (one metric per class index, expanded by
+#: :func:`report_metric_names`) and the diagnostics.
 INTERVAL_METRICS = (
-    "balanced_accuracy",
-    "accuracy",
-    "macro_f1",
-    "auroc",
-    "macro_auprc",
-    "brier",
-    "nll",
-    "ece",
-    "classwise_ece",
+    *REPORT_PAIRED_METRICS,
     "recall_<k>",
     "mean_normalized_entropy",
     "class_coverage",
@@ -71,25 +66,10 @@ INTERVAL_METRICS = (
 #: Point-only flags that follow the interval metrics in the report.
 COLLAPSE_FLAGS = ("exact_class_collapse", "near_class_collapse")
 
-_HIGHER = "higher"
-_LOWER = "lower"
-_NONE = "none"
-#: Which way is better for each report metric (``recall_<k>`` is higher-is-better).
+#: Which way is better for each report metric (``recall_<k>`` is higher-is-better), from
+#: the metric registry.
 METRIC_DIRECTIONS: dict[str, str] = {
-    "balanced_accuracy": _HIGHER,
-    "accuracy": _HIGHER,
-    "macro_f1": _HIGHER,
-    "auroc": _HIGHER,
-    "macro_auprc": _HIGHER,
-    "brier": _LOWER,
-    "nll": _LOWER,
-    "ece": _LOWER,
-    "classwise_ece": _LOWER,
-    "mean_normalized_entropy": _NONE,
-    "class_coverage": _NONE,
-    "max_predicted_class_fraction": _NONE,
-    "exact_class_collapse": _NONE,
-    "near_class_collapse": _NONE,
+    name: metric_direction(name) for name in (*INTERVAL_METRICS, *COLLAPSE_FLAGS) if "<" not in name
 }
 
 _RECALL_PATTERN = re.compile(r"recall_(\d+)")

@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from deepecgkit.analysis.compare.errors import ComparisonError
-from deepecgkit.analysis.constants import DEFAULT_TIE_TOLERANCE, LOWER_IS_BETTER
+from deepecgkit.analysis.constants import DEFAULT_TIE_TOLERANCE
+from deepecgkit.rundir.format import LOWER_IS_BETTER
 
 __all__ = ["PairedFoldDifferences", "paired_fold_differences"]
 
@@ -249,6 +250,7 @@ def _summary_row(
 
 def paired_fold_differences(
     fold_metrics: pd.DataFrame,
+    *,
     tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
     higher_is_better: bool | Mapping[str, bool] | None = None,
 ) -> PairedFoldDifferences:

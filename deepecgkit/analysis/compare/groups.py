@@ -8,7 +8,7 @@ rows, its label the samples' common label, its prediction the argmax of the
 mean (lowest index on ties) and its confidence the maximum of the mean. Each
 patient then counts once however many segments it has.
 
-Input conventions (comparisons.md §3.1): ``y_true`` integer-valued class
+Input conventions (checked by :func:`validate_predictions`): ``y_true`` integer-valued class
 indices; ``prob`` of shape ``(n, K)``, ``K >= 2``, or ``(n,)`` read as
 P(class 1); every probability finite and in [0, 1], every row summing to 1
 within ``PROBABILITY_SUM_TOLERANCE`` (no renormalisation: a wrong softmax
@@ -26,7 +26,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from deepecgkit.analysis.compare.errors import ComparisonError
-from deepecgkit.analysis.constants import PROBABILITY_SUM_TOLERANCE
+from deepecgkit.rundir.format import PROBABILITY_SUM_TOLERANCE
 
 __all__ = ["GroupedData", "aggregate_groups", "by_label", "validate_predictions"]
 
@@ -121,7 +121,7 @@ def _check_labels(y_true: ArrayLike, n_classes: int) -> np.ndarray:
 def validate_predictions(
     y_true: ArrayLike, probs: dict[str, ArrayLike], groups: ArrayLike
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
-    """Check sample-level inputs against comparisons.md §3.1.
+    """Check sample-level inputs against the input conventions of this module's docstring.
 
     Args:
         y_true: ``(n,)`` class indices.

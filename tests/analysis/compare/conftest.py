@@ -1,7 +1,7 @@
 """Fixtures of the comparison and report tests: synthetic predictions and run folders.
 
 Run directories are written directly with pandas/json in the layout of
-00-decisions.md (not with the evaluation package's writer), so these tests
+docs/run-directory.md (not with the evaluation package's writer), so these tests
 pin the file format the report reads. Helpers are exposed as fixtures
 because pytest runs with ``--import-mode=importlib``.
 """

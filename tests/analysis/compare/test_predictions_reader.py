@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deepecgkit.analysis.predictions import predictions_path, read_predictions
+from deepecgkit.rundir.read import predictions_path, read_predictions
 
 
 def test_csv_keeps_ids_as_written_and_drops_unknown_columns(tmp_path) -> None:

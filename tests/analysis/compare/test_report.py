@@ -17,23 +17,22 @@ from PIL import Image
 from deepecgkit.analysis.compare import (
     MCNEMAR_CAVEAT,
     ComparisonError,
-    ReportResult,
     batch_metric,
     cluster_bootstrap_difference,
     cluster_bootstrap_metric,
     mcnemar,
     mcnemar_mid_p,
-    statistical_report,
 )
-from deepecgkit.analysis.compare.reliability_plot import reliability_figure
 from deepecgkit.analysis.constants import (
     MIN_BOOTSTRAP_GROUPS,
     MIN_BOOTSTRAP_GROUPS_PER_CLASS,
     MIN_INFORMATIVE_GROUPS,
     REPORT_PAIRED_METRICS,
 )
-from deepecgkit.analysis.predictions import read_predictions
 from deepecgkit.analysis.statistics import holm_adjust
+from deepecgkit.rundir.read import read_predictions
+from deepecgkit.statistical_report import ReportResult, statistical_report
+from deepecgkit.statistical_report.reliability_plot import reliability_figure
 
 N_RESAMPLES = 200
 BINS = 8

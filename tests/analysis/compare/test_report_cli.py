@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deepecgkit import cli
-from deepecgkit.analysis import report_cli
+from deepecgkit.statistical_report import cli as report_cli
 
 
 def _run(capsys, *args: str) -> tuple[int, str, str]:

@@ -21,13 +21,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from deepecgkit.analysis import report_cli
-from deepecgkit.analysis.compare import report as report_module, statistical_report
-from deepecgkit.analysis.constants import (
+from deepecgkit.rundir.format import (
     METADATA_FILENAME,
     METRICS_FILENAME,
     PREDICTIONS_FILENAME,
     SPLIT_INFO_FILENAME,
+)
+from deepecgkit.statistical_report import (
+    cli as report_cli,
+    report as report_module,
+    statistical_report,
 )
 
 LOGREG_PR = "logreg-features_synthetic-long-pr"

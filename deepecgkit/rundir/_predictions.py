@@ -1,6 +1,6 @@
-"""Read a run's stored test predictions in either on-disk format.
+"""Read a run's stored test predictions in either on-disk format (see ``rundir.read``).
 
-Two formats exist (00-decisions.md):
+Two formats exist (docs/run-directory.md):
 
 * ``predictions.csv`` (this project): ``sample_id``, ``group_id``,
   ``y_true`` (or ``y_true_<k>`` per label), ``prob_<k>``, optional
@@ -33,11 +33,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from deepecgkit.analysis._io import read_regular_file
-from deepecgkit.analysis.constants import PREDICTIONS_FILENAME
+from deepecgkit.io import read_regular_file
+from deepecgkit.rundir.format import PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME
 
 __all__ = [
-    "PREDICTIONS_TXT_FILENAME",
     "parse_predictions",
     "predictions_path",
     "read_predictions",
@@ -45,9 +44,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: The upstream trainer's tab-separated predictions file.
-PREDICTIONS_TXT_FILENAME = "predictions.txt"
 
 _NUMERIC_PREFIXES = ("y_true", "prob_", "logit_")
 _TXT_SAMPLE = "index"
@@ -156,7 +152,7 @@ def read_predictions_file(path: str | os.PathLike[str]) -> pd.DataFrame:
         ValueError: the file cannot be parsed (encoding, CSV structure,
             repeated column names, no header).
         OSError: the file cannot be read (an
-            :class:`~deepecgkit.analysis._io.UnreadableFileError` with its reason).
+            :class:`~deepecgkit.io.UnreadableFileError` with its reason).
     """
     data, _ = read_regular_file(path)
     return parse_predictions(data, path)

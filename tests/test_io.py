@@ -1,16 +1,21 @@
-"""Tests for ``deepecgkit.analysis._io``: the atomic writers and the one safe open."""
+"""Tests for ``deepecgkit.io``: the atomic writers, ``json_ready`` and the one safe open."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 import shutil
 import stat
 import tempfile
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
-from deepecgkit.analysis import _io
+from deepecgkit import io as _io
 
 
 def test_write_text_creates_parents_and_writes_exact_bytes(tmp_path):
@@ -157,3 +162,66 @@ def test_remove_file_is_idempotent(tmp_path):
     target.write_text("{}")
     assert _io.remove_file(target) is True and not target.exists()
     assert _io.remove_file(target) is False
+
+
+# --- json_ready and the JSON / frame writers --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [float("nan"), float("inf"), -float("inf"), np.float32("nan"), np.float64("inf"), np.nan],
+)
+def test_json_ready_turns_every_non_finite_float_into_null(value):
+    """The np.float32 NaN is the case an older helper let through as NaN."""
+    assert _io.json_ready({"x": value}) == {"x": None}
+    assert _io.json_text([value]) == "[\n  null\n]\n"
+
+
+def test_json_ready_makes_numpy_values_plain():
+    converted = _io.json_ready(
+        {
+            "int": np.int64(3),
+            "float": np.float32(0.5),
+            "bool": np.bool_(True),
+            "array": np.array([[1, 2], [3, 4]]),
+            "tuple": (1, "a"),
+            "path": Path("a") / "b",
+            7: "integer key",
+        }
+    )
+    assert converted == {
+        "int": 3,
+        "float": 0.5,
+        "bool": True,
+        "array": [[1, 2], [3, 4]],
+        "tuple": [1, "a"],
+        "path": str(Path("a") / "b"),
+        "7": "integer key",
+    }
+    assert type(converted["int"]) is int
+    assert type(converted["float"]) is float
+    assert type(converted["bool"]) is bool
+    assert json.loads(json.dumps(converted)) == converted
+
+
+def test_json_ready_can_keep_non_finite_values_for_a_strict_dump():
+    kept = _io.json_ready({"x": np.float32("nan")}, nan_to_null=False)
+    assert math.isnan(kept["x"])
+    with pytest.raises(ValueError):
+        json.dumps(kept, allow_nan=False)
+
+
+def test_json_ready_refuses_what_json_cannot_hold():
+    with pytest.raises(TypeError, match="not JSON serialisable"):
+        _io.json_ready({"x": object()})
+
+
+def test_atomic_write_json_and_frame_round_trip(tmp_path):
+    path = _io.atomic_write_json(tmp_path / "sub" / "a.json", {"b": np.float32("nan"), "a": 1})
+    assert path.read_text(encoding="utf-8") == '{\n  "b": null,\n  "a": 1\n}\n'
+    frame = pd.DataFrame({"x": [1.0, np.nan, 0.1 + 0.2], "name": ["007", "a,b", None]})
+    written = _io.atomic_write_frame(tmp_path / "f.csv", frame)
+    assert written.read_bytes() == frame.to_csv(index=False, lineterminator="\n").encode()
+    reloaded = pd.read_csv(written, dtype={"name": str})
+    assert reloaded["x"].iloc[2] == 0.1 + 0.2
+    assert {p.name for p in tmp_path.iterdir()} == {"sub", "f.csv"}, "no temporary file left"

@@ -2,11 +2,11 @@
 
 Re-discovering a grid of 100,000 runs should not parse 100,000 metrics files
 again when only one run was added. :class:`RunCache` memoises
-:func:`~deepecgkit.analysis.aggregation.read_run` by the path,
+:func:`~deepecgkit.rundir.read.read_run` by the path,
 modification time (nanoseconds) and size of each run's metrics file, and is
 persisted as JSON lines between processes. Keying on the metrics file is
 sound because writers put ``classification_metrics.csv`` in place last (see
-``write_run_report``): a rewritten run always changes it.
+:mod:`deepecgkit.rundir.write`): a rewritten run always changes it.
 
 :func:`scan_tree_state` summarises a tree as the sorted (path, mtime, size)
 triples of its *readable* runs plus a short digest of them. A sensor stores
@@ -17,7 +17,7 @@ cannot be read yet (still being written in place by a non-atomic writer) is
 listed as pending and left out of the digest, so it changes the digest, and
 is picked up, on the tick where it becomes readable. A metrics file without
 its final line break, or whose row is shorter than its header, is such a
-file (see :func:`~deepecgkit.analysis.aggregation.read_run`).
+file (see :func:`~deepecgkit.rundir.read.read_run`).
 """
 
 from __future__ import annotations
@@ -33,20 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from deepecgkit.analysis._io import (
+from deepecgkit.io import (
     REASON_MISSING,
     UnreadableFileError,
     atomic_write_text,
     display_path,
     read_regular_file,
 )
-from deepecgkit.analysis.aggregation import (
-    RunRecord,
-    UnreadableRun,
-    find_run_candidates,
-    read_run,
-)
-from deepecgkit.analysis.constants import METRICS_FILENAME
+from deepecgkit.rundir.format import METRICS_FILENAME
+from deepecgkit.rundir.read import find_run_candidates, read_run
+from deepecgkit.rundir.records import RunRecord, UnreadableRun
 
 __all__ = ["FileState", "RunCache", "TreeState", "metrics_file_state", "scan_tree_state"]
 
@@ -183,10 +179,10 @@ def _parse_line(line: str) -> tuple[str, _Entry] | None:
 
 
 class RunCache:
-    """:func:`~deepecgkit.analysis.aggregation.read_run` memoised by the state of each metrics file.
+    """:func:`~deepecgkit.rundir.read.read_run` memoised by the state of each metrics file.
 
     Use :meth:`read` as the ``reader`` of
-    :func:`~deepecgkit.analysis.aggregation.discover_runs`. Unreadable runs
+    :func:`~deepecgkit.rundir.read.discover_runs`. Unreadable runs
     are cached too, with their reason, so a corrupt directory is not parsed
     on every refresh; it is parsed again as soon as its metrics file changes.
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from deepecgkit.analysis.progress import PROGRESS_ATTRIBUTE, PROGRESS_STEPS, logged_progress
+from deepecgkit.progress import PROGRESS_ATTRIBUTE, PROGRESS_STEPS, logged_progress
 
 LOGGER = logging.getLogger("deepecgkit.tests.progress")
 

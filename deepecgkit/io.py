@@ -1,16 +1,25 @@
-"""Atomic file writes, and the one safe way to read a run directory's files.
+"""The one module of file helpers: atomic writes, the safe read, JSON values and file stems.
+
+Everything in deepecgkit that writes a file, and every reader of a
+run-directory file, goes through this module, so there is one answer to
+"how is a file written here" and one to "how is a run file opened". It
+imports only the standard library: the run-directory package
+(:mod:`deepecgkit.rundir`), which may import nothing else of ours, builds on it.
 
 Writing
 -------
 
 A reader (a person, the Dagster sensor watching a run folder, LaTeX including
 a table) must see either the old complete file or the new complete file, never
-a prefix of one. Each helper therefore writes to a temporary file in the
+a prefix of one. Each writer therefore writes to a temporary file in the
 destination folder, flushes and ``fsync``s it, and moves it into place with
 ``os.replace``, which is atomic within one file system. The temporary name,
 ``.<final name>.<random>.tmp``, starts with a dot and ends in ``.tmp`` so that
 run discovery never mistakes it for a real file. On any exception the
-temporary file is removed and the exception re-raised.
+temporary file is removed and the exception re-raised. ``durable=False``
+skips the ``fsync`` calls (the rename still makes the write atomic): for
+files that are regenerated at will, such as a synthetic benchmark corpus of
+300,000 small files.
 
 Reading
 -------
@@ -27,19 +36,29 @@ failure raises :class:`UnreadableFileError` carrying one short reason
 (``permission denied``, ``not a regular file (FIFO)``, ``dangling symbolic
 link`` ...) that the caller reports next to the run.
 
-The module imports only the standard library, so both ``deepecgkit.analysis``
-and ``deepecgkit.evaluation`` can use it, and its functions are
-self-contained so they can move with the run-directory code.
+Values and names
+----------------
+:func:`json_ready` is the one conversion of values to strict JSON (NaN and
+infinities to ``null``, numpy scalars and arrays to Python values), and
+:func:`bounded_stem` the one way a file name is made from a user's name (a
+readable prefix plus a short hash when the name is long).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import json
+import math
+import numbers
 import os
+import re
 import secrets
 import stat
-from pathlib import Path
+from collections.abc import Mapping
+from pathlib import Path, PurePath
+from typing import Any
 
 __all__ = [
     "REASON_DANGLING_LINK",
@@ -47,10 +66,19 @@ __all__ = [
     "REASON_PERMISSION",
     "UnreadableFileError",
     "atomic_write_bytes",
+    "atomic_write_frame",
+    "atomic_write_json",
     "atomic_write_text",
+    "bounded_stem",
     "display_path",
+    "frame_csv_text",
+    "json_ready",
+    "json_text",
     "read_regular_file",
     "remove_file",
+    "replace_durably",
+    "safe_name",
+    "short_hash",
 ]
 
 #: Random hex digits in a temporary name; 16 make a collision between
@@ -75,12 +103,14 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically and return the final path.
 
     Args:
         path: Destination file. Its parent folders are created if missing.
         data: The complete new content.
+        durable: ``fsync`` the file and its folder (False: the rename alone,
+            for files regenerated at will).
 
     Returns:
         ``Path(path)``.
@@ -98,15 +128,32 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(temporary, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
         raise
-    _fsync_directory(final.parent)
+    if durable:
+        _fsync_directory(final.parent)
     return final
+
+
+def replace_durably(source: str | os.PathLike[str], final: str | os.PathLike[str]) -> Path:
+    """Move a finished file written by someone else (a library) into place, durably.
+
+    The counterpart of :func:`atomic_write_bytes` for a file another writer
+    produced under a temporary name (``wfdb`` writes its own files): it is
+    ``fsync``ed, renamed over ``final`` and the folder synced.
+    """
+    target = Path(final)
+    with open(source, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(source, target)
+    _fsync_directory(target.parent)
+    return target
 
 
 def remove_file(path: str | os.PathLike[str]) -> bool:
@@ -124,7 +171,9 @@ def remove_file(path: str | os.PathLike[str]) -> bool:
     return True
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
+def atomic_write_text(
+    path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8", durable: bool = True
+) -> Path:
     """Write ``text`` to ``path`` atomically and return the final path.
 
     The text is encoded as it is: line endings are not translated, so a file
@@ -135,11 +184,141 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
         text: The complete new content.
         encoding: Codec for ``text``; an unencodable character raises
             ``UnicodeEncodeError`` before anything is written.
+        durable: see :func:`atomic_write_bytes`.
 
     Returns:
         ``Path(path)``.
     """
-    return atomic_write_bytes(path, text.encode(encoding))
+    return atomic_write_bytes(path, text.encode(encoding), durable=durable)
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def _json_key(key: Any) -> str:
+    """JSON object keys are strings; integer keys are written as their decimal text."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+        return str(int(key))
+    raise TypeError(f"JSON object keys must be strings, got {type(key).__name__} {key!r}")
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar or array as the Python value or list it holds; anything else unchanged.
+
+    Recognised by their ``item``/``tolist`` methods, so this module needs no numpy.
+    """
+    if hasattr(value, "dtype"):
+        if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+            return value.item()
+        if hasattr(value, "tolist"):
+            return value.tolist()
+    return value
+
+
+def json_ready(value: Any, *, nan_to_null: bool = True) -> Any:
+    """``value`` as plain JSON values: the one conversion of every JSON writer here.
+
+    numpy scalars and arrays become Python values and lists (so an
+    ``np.float32`` NaN is a NaN like any other), Paths become strings, tuples
+    lists, integer keys their decimal text; NaN and infinities become None
+    (``null``) unless ``nan_to_null`` is False, where they are kept (and a
+    strict ``json.dumps`` then refuses them, as a fingerprint must).
+
+    Raises:
+        TypeError: a value or key JSON cannot represent.
+    """
+    value = _plain(value)
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return None if nan_to_null and not math.isfinite(number) else number
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {
+            _json_key(_plain(key)): json_ready(item, nan_to_null=nan_to_null)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item, nan_to_null=nan_to_null) for item in value]
+    raise TypeError(f"{type(value).__name__} value {value!r} is not JSON serialisable")
+
+
+def json_text(payload: Any, *, ensure_ascii: bool = True) -> str:
+    """Strict JSON of :func:`json_ready` ``(payload)``: indent 2, keys in order, final newline."""
+    return (
+        json.dumps(json_ready(payload), indent=2, ensure_ascii=ensure_ascii, allow_nan=False) + "\n"
+    )
+
+
+def atomic_write_json(
+    path: str | os.PathLike[str],
+    payload: Any,
+    *,
+    ensure_ascii: bool = True,
+    durable: bool = True,
+) -> Path:
+    """Write :func:`json_text` ``(payload)`` to ``path`` atomically (UTF-8)."""
+    return atomic_write_text(path, json_text(payload, ensure_ascii=ensure_ascii), durable=durable)
+
+
+# --- frames ------------------------------------------------------------------------------------
+
+
+def frame_csv_text(frame: Any) -> str:
+    """CSV text of a pandas frame: header, no index, ``\\n`` line ends, NaN as an empty field.
+
+    pandas writes floats at full round-trip precision. Duck-typed on
+    ``to_csv`` so that this module needs no pandas.
+    """
+    return frame.to_csv(index=False, lineterminator="\n")
+
+
+def atomic_write_frame(path: str | os.PathLike[str], frame: Any, *, durable: bool = True) -> Path:
+    """Write :func:`frame_csv_text` ``(frame)`` to ``path`` atomically (UTF-8)."""
+    return atomic_write_text(path, frame_csv_text(frame), durable=durable)
+
+
+# --- file names made from names ------------------------------------------------------------------
+
+#: Characters kept in a file name made from a user's name; others become ``_``.
+_SAFE_NAME_CHARACTERS = "A-Za-z0-9_"
+#: Longest stem made from a name. File systems allow 255 bytes per name, and a
+#: stem gets a prefix (``results_``, ``transfer_matrix_``) and a suffix.
+MAX_STEM_CHARACTERS = 96
+#: Readable characters kept of a longer name, before ``_`` and its hash.
+STEM_PREFIX_CHARACTERS = 80
+STEM_HASH_DIGITS = 12
+
+
+def safe_name(text: str, *, also_allowed: str = "") -> str:
+    """``text`` with every character outside ``[A-Za-z0-9_-]`` (and ``also_allowed``) as ``_``."""
+    allowed = _SAFE_NAME_CHARACTERS + re.escape(also_allowed) + "-"
+    return re.sub(f"[^{allowed}]", "_", text)
+
+
+def short_hash(text: str, *, digits: int) -> str:
+    """The first ``digits`` hex digits of the SHA-256 of ``text`` (UTF-8, surrogates kept)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:digits]
+
+
+def bounded_stem(name: str) -> str:
+    """A file stem for ``name``: :func:`safe_name`; a long one cut to a prefix plus a hash.
+
+    A stem longer than :data:`MAX_STEM_CHARACTERS` becomes its first
+    :data:`STEM_PREFIX_CHARACTERS` characters, ``_`` and a
+    :data:`STEM_HASH_DIGITS`-digit hash of the full name, which keeps two long
+    names that share their first characters apart; an empty name is ``_``.
+    """
+    stem = safe_name(name) or "_"
+    if len(stem) <= MAX_STEM_CHARACTERS:
+        return stem
+    return f"{stem[:STEM_PREFIX_CHARACTERS]}_{short_hash(name, digits=STEM_HASH_DIGITS)}"
 
 
 # --- reading run-directory files ---------------------------------------------------------------

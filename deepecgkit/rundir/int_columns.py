@@ -11,8 +11,7 @@ which overflows at 2^63. One convention holds wherever such a column travels
 * ``object`` holding Python ints (``None`` for missing) only when some value
   does not fit in int64.
 
-The module depends on numpy and pandas only, so it can move with the
-run-directory code.
+The module depends on numpy and pandas only.
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ NaN is written as ``null`` (strict JSON). Its ``caveats`` and
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import platform
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,9 @@ import pandas as pd
 import scipy
 
 import deepecgkit
-from deepecgkit.analysis._io import display_path
-from deepecgkit.analysis.compare.identity import RunInput
 from deepecgkit.analysis.compare.mcnemar import MCNEMAR_CAVEAT, MCNEMAR_CAVEAT_CODE
+from deepecgkit.io import display_path, json_text
+from deepecgkit.statistical_report.identity import RunInput
 
 __all__ = [
     "INTERVAL_STATEMENT",
@@ -171,7 +169,7 @@ def build_manifest(
         sample_level_anti_conservative: whether a McNemar sample row is anti-conservative.
         withheld_intervals: the metric-level refusals of ``run_summary.csv`` and
             ``paired_comparisons.csv`` (see
-            :func:`~deepecgkit.analysis.compare.report_tables.withheld_intervals`);
+            :func:`~deepecgkit.statistical_report.tables.withheld_intervals`);
             listed under the caveat ``intervals_withheld`` when any.
     """
     return {
@@ -192,18 +190,6 @@ def build_manifest(
     }
 
 
-def _null_nan(value: Any) -> Any:
-    """Replace float NaN (and infinities) by None, recursively, for strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _null_nan(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_null_nan(item) for item in value]
-    return value
-
-
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     """UTF-8 JSON, indent 2, keys in insertion order, NaN as ``null``, trailing newline."""
-    text = json.dumps(_null_nan(manifest), indent=2, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    return json_text(manifest, ensure_ascii=False).encode("utf-8")

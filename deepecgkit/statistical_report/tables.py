@@ -1,7 +1,7 @@
 """Rows of the statistical report's tables, one run or one pair at a time.
 
-Column lists and their order are part of the contract (comparisons.md §6.6,
-§6.8) and are defined here once. Every interval is a stratified group
+Column lists and their order are part of the report's public contract (the
+files a script reads) and are defined here once. Every interval is a stratified group
 bootstrap seeded with the report's seed, so a run's intervals do not depend
 on which other runs are in the report; all metrics of a run (or pair) are
 evaluated on one count matrix, which gives the same numbers as one
@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from deepecgkit.analysis._int_columns import exact_int_array
 from deepecgkit.analysis.compare.batch_metrics import (
     COLLAPSE_FLAGS,
     METRIC_DIRECTIONS,
@@ -47,17 +46,18 @@ from deepecgkit.analysis.compare.bootstrap import (
 )
 from deepecgkit.analysis.compare.errors import ComparisonError
 from deepecgkit.analysis.compare.groups import GroupedData, aggregate_groups
-from deepecgkit.analysis.compare.identity import RunInput, ValidPredictions
 from deepecgkit.analysis.compare.mcnemar import mcnemar, mcnemar_mid_p
 from deepecgkit.analysis.compare.resampling import evaluate_metric
 from deepecgkit.analysis.constants import (
     INTERVAL_AUTO,
-    LOWER_IS_BETTER,
     MIN_BOOTSTRAP_GROUPS,
     MIN_BOOTSTRAP_GROUPS_PER_CLASS,
     NEAR_COLLAPSE_THRESHOLD,
     REPORT_PAIRED_METRICS,
 )
+from deepecgkit.rundir.int_columns import exact_int_array
+from deepecgkit.rundir.metrics import is_lower_better
+from deepecgkit.statistical_report.identity import RunInput, ValidPredictions
 
 __all__ = [
     "EXCLUSION_COLUMNS",
@@ -514,7 +514,7 @@ def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSetti
             stratified=True,
             interval=INTERVAL_AUTO,
         )
-        higher = name not in LOWER_IS_BETTER
+        higher = not is_lower_better(name)
         outcome.paired.append(
             {
                 **base,

@@ -1,7 +1,7 @@
 """The report's identity contract: which run directories may be reported.
 
-Every discovered run directory is checked in a fixed order (comparisons.md
-§6.3); the first failure excludes it with one reason code and a specific
+Every discovered run directory is checked in a fixed order (docs/statistics.md,
+"The statistical report"); the first failure excludes it with one reason code and a specific
 detail, so a user sees exactly why a run is absent and nothing disappears
 silently. The checks, in order:
 
@@ -40,15 +40,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from deepecgkit.analysis._io import REASON_MISSING, UnreadableFileError, read_regular_file
-from deepecgkit.analysis.aggregation import UnreadableRun, read_run
-from deepecgkit.analysis.constants import (
+from deepecgkit.io import REASON_MISSING, UnreadableFileError
+from deepecgkit.rundir.format import (
     METADATA_FILENAME,
     METRICS_FILENAME,
     PROBABILITY_SUM_TOLERANCE,
     SPLIT_INFO_FILENAME,
 )
-from deepecgkit.analysis.predictions import parse_predictions, predictions_path
+from deepecgkit.rundir.read import (
+    UnreadableRun,
+    parse_predictions,
+    predictions_path,
+    read_run,
+    read_run_file,
+)
 
 __all__ = [
     "STATUS_EXCLUDED",
@@ -163,20 +168,17 @@ class _Unreadable(Exception):
     """A file of the run directory cannot be read or parsed (detail in the message)."""
 
 
-def _read_file(path: Path) -> bytes | None:
-    """The bytes of a run-directory file; None when absent; ``_Unreadable`` otherwise.
+def _read_file(run_dir: Path, name: str) -> tuple[bytes, Any] | None:
+    """The bytes and stat of a run-directory file; None when absent; ``_Unreadable`` otherwise.
 
     Every file goes through the one safe open: a FIFO, a directory, a file
     the user may not read or one that vanished is an exclusion with that
     reason, never a hang or an aborted report.
     """
     try:
-        data, _ = read_regular_file(path)
+        return read_run_file(run_dir, name)
     except UnreadableFileError as exc:
-        if exc.reason == REASON_MISSING:
-            return None
-        raise _Unreadable(f"{path.name}: {exc.reason}") from None
-    return data
+        raise _Unreadable(f"{name}: {exc.reason}") from None
 
 
 def _read_object(name: str, data: bytes | None) -> dict[str, Any] | None:
@@ -205,10 +207,12 @@ def _load(run: RunInput) -> None:
     Metadata, split information and predictions are read once each, and
     their recorded hashes are those of the very bytes that were parsed.
     """
-    contents = {name: _read_file(run.path / name) for name in HASHED_FILES}
-    for name, data in contents.items():
-        if data is not None:
-            run.files[name] = hashlib.sha256(data).hexdigest()
+    contents = {}
+    for name in HASHED_FILES:
+        found = _read_file(run.path, name)
+        contents[name] = None if found is None else found[0]
+        if found is not None:
+            run.files[name] = hashlib.sha256(found[0]).hexdigest()
     record = read_run(run.path)
     if isinstance(record, UnreadableRun):
         raise _Unreadable(record.reason)
@@ -221,10 +225,10 @@ def _load(run: RunInput) -> None:
     run.fingerprint = fingerprint if isinstance(fingerprint, str) and fingerprint else None
     run.predictions_file = predictions_path(run.path)
     if run.predictions_file is not None:
-        try:
-            data, info = read_regular_file(run.predictions_file)
-        except UnreadableFileError as exc:
-            raise _Unreadable(f"{run.predictions_file.name}: {exc.reason}") from None
+        found = _read_file(run.path, run.predictions_file.name)
+        if found is None:
+            raise _Unreadable(f"{run.predictions_file.name}: {REASON_MISSING}")
+        data, info = found
         run.files[run.predictions_file.name] = hashlib.sha256(data).hexdigest()
         try:
             run.frame = parse_predictions(data, run.predictions_file)

@@ -1,7 +1,7 @@
 """Synthetic model x dataset x seed corpora of run directories, with plantable effects.
 
 Tests, benchmarks and demos need run directories in the exact on-disk format
-of ``00-decisions.md`` whose ground truth is known. This module writes them
+of docs/run-directory.md whose ground truth is known. This module writes them
 from a small generative model of multi-seed experiments:
 
 ``score[m, d, s] = base[m, d] + split[d, s] + noise[m, d, s]``
@@ -20,18 +20,14 @@ Effects are planted on top of that model:
 * :class:`MultiLabel`: a dataset written with the multi-label schema.
 * :class:`MixedAveraging`: some runs of a cell averaged ``binary`` instead of ``macro``.
 
-The generator is deterministic for a given ``random_state``. Every file is
-written under a temporary name and renamed into place, with the metrics
-file last, so a concurrent reader never sees a half-written run.
+The generator is deterministic for a given ``random_state``. Every run is
+written by :func:`deepecgkit.rundir.write.write_run_directory`: each file
+under a temporary name and renamed into place, the metrics file last, so a
+concurrent reader never sees a half-written run.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,14 +35,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from deepecgkit.analysis.constants import (
+from deepecgkit.rundir.format import (
     AVERAGING_MACRO_LABEL,
-    METADATA_FILENAME,
-    METRICS_FILENAME,
     MULTI_LABEL_METRICS,
     SINGLE_LABEL_METRICS,
-    SPLIT_INFO_FILENAME,
+    run_directory_name,
 )
+from deepecgkit.rundir.write import DEFAULT_AVERAGING, write_run_directory
 
 __all__ = [
     "Collapse",
@@ -63,8 +58,6 @@ __all__ = [
     "write_run_directory",
 ]
 
-#: Averaging written for single-label runs unless an effect says otherwise.
-DEFAULT_AVERAGING = "macro"
 #: Averaging planted by :class:`MixedAveraging`.
 MINORITY_AVERAGING = "binary"
 #: Per-seed training noise (SD of the noise term), in F1 units.
@@ -76,10 +69,6 @@ MODEL_SKILL_RANGE = (0.62, 0.86)
 DATASET_OFFSET_RANGE = (-0.08, 0.04)
 #: SD of the model x dataset interaction.
 INTERACTION_SD = 0.02
-#: Permissions of written files (mkstemp would leave them owner-only).
-FILE_MODE = 0o644
-#: Timestamp prefix of upstream-style directory names.
-UPSTREAM_TIMESTAMP = "20260301-101500"
 
 
 @dataclass(frozen=True)
@@ -186,106 +175,6 @@ class CorpusSpec:
     upstream_names: bool = False
     fingerprint: str | None = "synthetic-v1"
     random_state: int = 0
-
-
-# --- writing one run ------------------------------------------------------------------------
-
-
-def _write_replacing(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary name beside ``path`` and rename it into place.
-
-    No ``fsync``: a synthetic corpus is regenerated at will, and syncing
-    300,000 small files of a benchmark corpus would take minutes. The rename
-    still guarantees that a reader sees a whole file or none.
-    """
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(handle, FILE_MODE)
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _csv_cell(value: Any) -> str:
-    if isinstance(value, float):
-        return "" if math.isnan(value) else repr(value)
-    text = str(value)
-    if any(char in text for char in ',"\n\r'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
-
-
-def run_directory_name(model: str, dataset: str, seed: int, *, upstream: bool = False) -> str:
-    """Directory name of one run: ``{model}_{dataset}_seed{seed}`` or the upstream form."""
-    if upstream:
-        return f"{UPSTREAM_TIMESTAMP}-{model}-{dataset}-seed{seed}"
-    return f"{model}_{dataset}_seed{seed}"
-
-
-def write_run_directory(
-    run_dir: Path | str,
-    *,
-    model: str,
-    dataset: str,
-    metrics: Mapping[str, float],
-    seed: int | None = None,
-    average: str | None = DEFAULT_AVERAGING,
-    multi_label: bool = False,
-    split_sizes: SplitSizes | Mapping[str, Any] | None = None,
-    returncode: int | None = 0,
-    fingerprint: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write one run directory in the exact on-disk format of ``00-decisions.md``.
-
-    Args:
-        run_dir: the directory (created with parents).
-        model, dataset: written as the CSV's ``model`` and ``dataset``.
-        metrics: metric name -> value; NaN is written as an empty cell.
-        seed: recorded in ``run_metadata.json``; None leaves the key out, so
-            readers fall back to the directory name.
-        average: the ``average`` column of a single-label run (None leaves
-            the column out); ignored for multi-label runs.
-        multi_label: write the multi-label schema (marked by the
-            ``exact_match_accuracy`` column, which is always written).
-        split_sizes: ``split_info.json`` content; None writes no file.
-        returncode: recorded in ``run_metadata.json`` (None leaves it out).
-        fingerprint: ``params_fingerprint`` (None leaves it out).
-        metadata: extra metadata keys.
-
-    Returns:
-        The run directory. ``classification_metrics.csv`` is written last:
-        its presence marks a complete run.
-    """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    record: dict[str, Any] = {}
-    if seed is not None:
-        record["seed"] = seed
-    if returncode is not None:
-        record["returncode"] = returncode
-    if fingerprint is not None:
-        record["params_fingerprint"] = fingerprint
-    record.update({"model": model, "dataset": dataset, **dict(metadata or {})})
-    _write_replacing(run_dir / METADATA_FILENAME, json.dumps(record, indent=2) + "\n")
-    if split_sizes is not None:
-        sizes = split_sizes.to_dict() if isinstance(split_sizes, SplitSizes) else dict(split_sizes)
-        _write_replacing(run_dir / SPLIT_INFO_FILENAME, json.dumps(sizes, indent=2) + "\n")
-
-    schema = MULTI_LABEL_METRICS if multi_label else SINGLE_LABEL_METRICS
-    row: dict[str, Any] = {"model": model, "dataset": dataset}
-    row.update({name: float(metrics[name]) for name in schema if name in metrics})
-    if multi_label:
-        row.setdefault("exact_match_accuracy", math.nan)
-    elif average is not None:
-        row["average"] = average
-    header = ",".join(_csv_cell(name) for name in row)
-    line = ",".join(_csv_cell(value) for value in row.values())
-    _write_replacing(run_dir / METRICS_FILENAME, f"{header}\n{line}\n")
-    return run_dir
 
 
 # --- the generative model -----------------------------------------------------------------

@@ -4,7 +4,7 @@
 Dagster asset ``statistical_report``. It is a post-processing step: it reads
 run directories, never modifies them, never loads a model, fits nothing and
 never alters a prediction. Each discovered run passes the identity contract
-(:mod:`~deepecgkit.analysis.compare.identity`) or is listed in
+(:mod:`~deepecgkit.statistical_report.identity`) or is listed in
 ``exclusions.csv`` with its reason; included runs get group-level intervals,
 both levels' point values and a reliability table and figure; with a
 reference model, every other model's run on the same dataset and seed is
@@ -21,12 +21,10 @@ namesakes and others are left alone (and are not listed in the new manifest).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import numbers
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,17 +32,39 @@ from typing import Any
 
 import pandas as pd
 
-from deepecgkit.analysis._io import atomic_write_bytes, display_path, remove_file
-from deepecgkit.analysis.aggregation import UnreadableRun, find_run_candidates
 from deepecgkit.analysis.compare.errors import ComparisonError
-from deepecgkit.analysis.compare.identity import UNREADABLE, RunInput, assess_runs, seed_of
-from deepecgkit.analysis.compare.manifest import (
+from deepecgkit.analysis.compare.resampling import check_bootstrap_settings
+from deepecgkit.analysis.constants import (
+    CONFIDENCE_LEVEL,
+    DEFAULT_BOOTSTRAP_SEED,
+    DEFAULT_N_RESAMPLES,
+    INTERVAL_AUTO,
+    MIN_BOOTSTRAP_GROUPS,
+    MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+    MIN_INFORMATIVE_GROUPS,
+    NEAR_COLLAPSE_THRESHOLD,
+    REPORT_BINS,
+)
+from deepecgkit.analysis.statistics import holm_adjust
+from deepecgkit.io import (
+    atomic_write_bytes,
+    display_path,
+    frame_csv_text,
+    remove_file,
+    safe_name,
+    short_hash,
+)
+from deepecgkit.progress import logged_progress
+from deepecgkit.rundir.format import METRICS_FILENAME, PROBABILITY_SUM_TOLERANCE
+from deepecgkit.rundir.read import UnreadableRun, find_run_candidates, is_run_directory
+from deepecgkit.statistical_report.identity import UNREADABLE, RunInput, assess_runs, seed_of
+from deepecgkit.statistical_report.manifest import (
     MANIFEST_FILENAME,
     build_manifest,
     manifest_bytes,
     sha256_bytes,
 )
-from deepecgkit.analysis.compare.report_tables import (
+from deepecgkit.statistical_report.tables import (
     EXCLUSION_COLUMNS,
     LEVEL_METRICS_COLUMNS,
     MCNEMAR_COLUMNS,
@@ -58,22 +78,6 @@ from deepecgkit.analysis.compare.report_tables import (
     table,
     withheld_intervals,
 )
-from deepecgkit.analysis.compare.resampling import check_bootstrap_settings
-from deepecgkit.analysis.constants import (
-    CONFIDENCE_LEVEL,
-    DEFAULT_BOOTSTRAP_SEED,
-    DEFAULT_N_RESAMPLES,
-    INTERVAL_AUTO,
-    METRICS_FILENAME,
-    MIN_BOOTSTRAP_GROUPS,
-    MIN_BOOTSTRAP_GROUPS_PER_CLASS,
-    MIN_INFORMATIVE_GROUPS,
-    NEAR_COLLAPSE_THRESHOLD,
-    PROBABILITY_SUM_TOLERANCE,
-    REPORT_BINS,
-)
-from deepecgkit.analysis.progress import logged_progress
-from deepecgkit.analysis.statistics import holm_adjust
 
 __all__ = ["OUTPUT_FILES", "ReportResult", "statistical_report"]
 
@@ -93,7 +97,8 @@ SCOPE_RUN = "run"
 SCOPE_COMPARISON = "comparison"
 NO_REFERENCE_RUN = "no_reference_run"
 UNKNOWN_SEED = "unknown_seed"
-_UNSAFE_NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]")
+#: Characters a figure name keeps besides those of any file name made from a name.
+_FIGURE_NAME_EXTRA = "."
 _RUN_ID_HASH_DIGITS = 8
 #: Characters of each name (model, dataset) kept in a figure's file name; the
 #: run-id hash keeps names unique, and the whole name stays far below the 255
@@ -192,12 +197,12 @@ def _run_ids(roots: list[Path], run_dirs: list[Path]) -> list[tuple[str, Path]]:
     keeps the path it was found under (relative to the unresolved roots), so
     its id names it inside the roots rather than wherever the link points.
     A name that is not valid UTF-8 is shown with escapes (see
-    :func:`~deepecgkit.analysis._io.display_path`).
+    :func:`~deepecgkit.io.display_path`).
     """
     resolved_roots = [root.resolve() for root in roots]
     base = Path(os.path.commonpath([str(root) for root in resolved_roots]))
     given_base = Path(os.path.commonpath([os.path.abspath(root) for root in roots]))
-    if os.path.lexists(base / METRICS_FILENAME):
+    if is_run_directory(base):
         base, given_base = base.parent, given_base.parent
     identified = []
     for directory in run_dirs:
@@ -314,11 +319,11 @@ def _with_holm(paired: pd.DataFrame) -> pd.DataFrame:
 
 def _csv_bytes(frame: pd.DataFrame) -> bytes:
     """UTF-8 CSV: header, no index, NaN as an empty field, full float precision."""
-    return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    return frame_csv_text(frame).encode("utf-8")
 
 
 def _safe(text: str) -> str:
-    return _UNSAFE_NAME_CHARACTERS.sub("_", text)
+    return safe_name(text, also_allowed=_FIGURE_NAME_EXTRA)
 
 
 def _figure_stem(run: RunInput) -> str:
@@ -328,7 +333,7 @@ def _figure_stem(run: RunInput) -> str:
     digits (a 64-bit seed has 20): the run-id hash already makes the name
     unique, and the manifest's ``figures`` entries map every file to its run.
     """
-    digest = hashlib.sha256(run.run_id.encode("utf-8")).hexdigest()[:_RUN_ID_HASH_DIGITS]
+    digest = short_hash(run.run_id, digits=_RUN_ID_HASH_DIGITS)
     model = _safe(str(run.model))[:_FIGURE_NAME_CHARACTERS]
     dataset = _safe(str(run.dataset))[:_FIGURE_NAME_CHARACTERS]
     seed = "unknown" if run.seed is None else str(run.seed)[:_FIGURE_NAME_CHARACTERS]
@@ -343,7 +348,7 @@ def _write_figures(
     bins: int,
 ) -> tuple[list[dict[str, str]], list[Path], str]:
     """Draw and write each included run's PNG and PDF; return index entries, paths, source hash."""
-    from deepecgkit.analysis.compare import reliability_plot
+    from deepecgkit.statistical_report import reliability_plot
 
     entries: list[dict[str, str]] = []
     paths: list[Path] = []
@@ -396,12 +401,14 @@ def statistical_report(
     plots: bool = True,
     overwrite: bool = False,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
+    run_dirs: Sequence[str | os.PathLike[str]] | None = None,
 ) -> ReportResult:
     """Build the statistical report of every run directory under ``roots``.
 
     Args:
         roots: folders searched at any depth for run directories (a folder
             holding ``classification_metrics.csv``); a root may itself be one.
+            With ``run_dirs`` they are not searched, only used to name the runs.
         out_dir: report folder; created if missing.
         bins: equal-width bins of the report's group-level ECE and diagrams (>= 1).
         n_resamples: bootstrap resamples per run and per pair (>= 1).
@@ -414,6 +421,8 @@ def statistical_report(
         plots: draw reliability figures (False never imports matplotlib).
         overwrite: allow writing into a non-empty ``out_dir``.
         seed: seed of every bootstrap (each run and pair reseeds with it).
+        run_dirs: the run directories to report, found by the caller (the
+            platform passes its ``discovered_runs``); None searches ``roots``.
 
     Returns:
         :class:`ReportResult`. When runs were found but none passed the
@@ -439,13 +448,16 @@ def statistical_report(
     out_path = Path(out_dir)
     _check_out_dir(out_path, overwrite)
 
-    run_dirs, unlisted = find_run_candidates(root_paths, recursive=True)
-    if not run_dirs and not unlisted:
+    if run_dirs is None:
+        found, unlisted = find_run_candidates(root_paths, recursive=True)
+    else:
+        found, unlisted = [Path(run_dir) for run_dir in run_dirs], []
+    if not found and not unlisted:
         raise ComparisonError(
             f"no run directory (a folder holding {METRICS_FILENAME}) found under "
             + ", ".join(display_path(p) for p in root_paths)
         )
-    runs = assess_runs(_run_ids(root_paths, run_dirs), allow_partial=allow_partial)
+    runs = assess_runs(_run_ids(root_paths, found), allow_partial=allow_partial)
     runs += _unlisted_runs(root_paths, unlisted)
     runs.sort(key=lambda run: run.run_id)
     if reference is not None and reference not in {run.model for run in runs}:

@@ -1,6 +1,6 @@
 """``deepecg report``: the statistical report from stored predictions.
 
-A thin shell over :func:`deepecgkit.analysis.compare.statistical_report`:
+A thin shell over :func:`deepecgkit.statistical_report.statistical_report`:
 it parses the options, calls the library and turns every user error into
 one line on stderr (``deepecg report: error: ...``) and a non-zero exit
 code, never a traceback.
@@ -116,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help prints and exits through argparse
         return int(exc.code or 0)
 
-    from deepecgkit.analysis.compare import ComparisonError, statistical_report
+    from deepecgkit.analysis.compare.errors import ComparisonError
+    from deepecgkit.statistical_report.report import statistical_report
 
     out_dir = Path(args.out)
     try:

@@ -1,0 +1,848 @@
+"""Reading run directories: the one way the analysis, the report and the platform see runs.
+
+Everything that reads a run directory reads it through this module:
+:func:`read_run` (one directory into a :class:`RunRecord`, or the reason it
+cannot be used), :func:`discover_runs` (every run under some roots, with a
+diagnostic for each one set aside), :func:`read_metadata`, the predictions
+files (:func:`read_predictions`, :func:`parse_predictions`) and the encoder
+checkpoints the runs kept (:func:`find_encoder_checkpoints`). The format
+itself is :mod:`deepecgkit.rundir.format` (docs/run-directory.md).
+
+A run directory is any directory holding ``classification_metrics.csv``.
+There are two metrics schemas, single-label and multi-label, which share
+only precision, recall, F1, AUROC and the calibration columns, so the schema
+(``multi_label``) and the averaging mode travel with every record. Metric
+columns are looked up one by one: a run written before a metric existed is
+still readable and simply contributes nothing to that metric.
+
+Discovery never raises on a bad run and never hangs on one. Every file is
+opened through :func:`~deepecgkit.io.read_regular_file` (no blocking on a
+FIFO, a type check on the open descriptor, a bounded read). Every directory
+that cannot be used lands in one of the diagnostics lists (``unreadable``,
+``no_seed``, ``duplicate``, ``failed``) with its reason, and every usable run
+from which something was set aside (an out-of-range value, a repeated
+column, an unusable split size) in ``suspect``, so nothing vanishes
+silently. Seeds are kept as exact Python ints of any size; a run whose seed
+cannot be determined has none (``None``), so -1 is an ordinary seed.
+
+Reading is deliberately done with the standard library's ``csv`` and
+``json`` modules rather than ``pandas.read_csv``: a grid of 100,000 runs
+means 300,000 small files, and pandas' per-call overhead (about a
+millisecond) would dominate the actual I/O.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import math
+import os
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from deepecgkit.io import (
+    REASON_MISSING,
+    REASON_PERMISSION,
+    UnreadableFileError,
+    display_path,
+    read_regular_file,
+)
+from deepecgkit.progress import logged_progress
+from deepecgkit.rundir._predictions import (
+    parse_predictions,
+    predictions_path,
+    read_predictions,
+    read_predictions_file,
+)
+from deepecgkit.rundir.format import (
+    AVERAGING_MACRO_LABEL,
+    AVERAGING_UNKNOWN,
+    CHECKPOINT_KEY,
+    MAX_RUN_FILE_BYTES,
+    METADATA_FILENAME,
+    METRIC_RANGE_TOLERANCE,
+    METRIC_RANGES,
+    METRICS_FILENAME,
+    MULTI_LABEL_MARKER,
+    MULTI_LABEL_METRICS,
+    SEED_SUFFIX,
+    SINGLE_LABEL_METRICS,
+    SPLIT_INFO_FILENAME,
+    SPLIT_SIZE_KEYS,
+)
+from deepecgkit.rundir.int_columns import INT64_LIMIT
+from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, RunRecord, UnreadableRun
+
+__all__ = [
+    "DIAGNOSTIC_KEYS",
+    "ON_DUPLICATE_ALL",
+    "ON_DUPLICATE_ERROR",
+    "ON_DUPLICATE_NEWEST",
+    "ON_DUPLICATE_POLICIES",
+    "RunRecord",
+    "UnreadableRun",
+    "discover_runs",
+    "encoder_checkpoints",
+    "find_encoder_checkpoints",
+    "find_run_candidates",
+    "find_run_directories",
+    "is_run_directory",
+    "parse_predictions",
+    "predictions_path",
+    "read_metadata",
+    "read_predictions",
+    "read_predictions_file",
+    "read_run",
+    "read_run_file",
+    "read_run_metrics",
+]
+
+logger = logging.getLogger(__name__)
+#: Corpora of fewer run directories are read without progress records (well under a second).
+PROGRESS_MIN_RUNS = 500
+
+#: Duplicate policies of :func:`discover_runs`: keep the newest run of a
+#: (dataset, model, seed, fingerprint), raise, or keep every run.
+ON_DUPLICATE_NEWEST = "newest"
+ON_DUPLICATE_ERROR = "error"
+ON_DUPLICATE_ALL = "all"
+ON_DUPLICATE_POLICIES = (ON_DUPLICATE_NEWEST, ON_DUPLICATE_ERROR, ON_DUPLICATE_ALL)
+
+#: Reason of a metrics file that was listed by the scan and then could not be found.
+REASON_VANISHED = "vanished"
+#: Cells pandas would read as missing; a model called "NA" is treated as absent, too.
+_MISSING_CELLS = frozenset(
+    {
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    }
+)
+
+
+# --- low-level readers -----------------------------------------------------------------
+
+
+def _read_json(path: str | os.PathLike) -> dict | None:
+    """Parse ``path`` as UTF-8 JSON; the dict when the top level is an object, else None.
+
+    Never raises: a missing or non-regular file, an ``OSError``, invalid
+    UTF-8, invalid JSON and a non-object top level all give None. Use
+    :func:`_read_json_reason` to learn why.
+    """
+    parsed, _ = _read_json_reason(path)
+    return parsed
+
+
+def _read_json_reason(path: str | os.PathLike) -> tuple[dict | None, str | None]:
+    """``(object, None)``, ``(None, None)`` when the file is absent, else ``(None, reason)``."""
+    try:
+        data, _ = read_regular_file(path, max_bytes=MAX_RUN_FILE_BYTES)
+    except UnreadableFileError as exc:
+        return None, None if exc.reason == REASON_MISSING else exc.reason
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not valid UTF-8"
+    except (ValueError, RecursionError) as exc:
+        return None, f"not valid JSON ({exc})"
+    if not isinstance(parsed, dict):
+        return None, f"holds a JSON {type(parsed).__name__}, not an object"
+    return parsed, None
+
+
+def read_metadata(run_dir: Path | str) -> dict | None:
+    """The run's ``run_metadata.json`` object; None when it is absent or cannot be used."""
+    return _read_json(os.path.join(os.fspath(run_dir), METADATA_FILENAME))
+
+
+def is_run_directory(path: Path | str) -> bool:
+    """Whether ``path`` holds an entry named ``classification_metrics.csv``, of any type.
+
+    That is what makes a directory a run directory to discovery; whether the
+    entry can be read is :func:`read_run`'s to say.
+    """
+    return os.path.lexists(os.path.join(os.fspath(path), METRICS_FILENAME))
+
+
+def read_run_file(run_dir: Path | str, name: str) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and ``fstat`` of the file ``name`` of a run directory; None when absent.
+
+    Raises:
+        UnreadableFileError: the file exists but cannot be read as a regular
+            file (permission denied, a FIFO, a directory ...), with its reason.
+    """
+    try:
+        return read_regular_file(os.path.join(os.fspath(run_dir), name))
+    except UnreadableFileError as exc:
+        if exc.reason == REASON_MISSING:
+            return None
+        raise
+
+
+def _seed_from_directory(run_dir: Path) -> int | None:
+    """The N of a final path component ending in ``seed<N>`` (case-sensitive), else None."""
+    match = SEED_SUFFIX.search(Path(run_dir).name)
+    return int(match.group(1)) if match else None
+
+
+def _strict_int(value: Any) -> int | None:
+    """``value`` when it is an int and not a bool, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _cell_float(cell: str) -> float:
+    """A metric cell as float; empty or unconvertible cells are NaN."""
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
+
+
+def _parse_metrics_csv(data: bytes) -> tuple[list[str], list[str]] | str:
+    """Header and first data row of a metrics CSV, or the reason it cannot be used.
+
+    UTF-8 (a BOM is allowed), blank lines skipped, any row longer than the
+    header rejected as pandas would. A file that does not end with a line
+    break, or whose first data row has fewer cells than the header, is still
+    being written (or was cut off): every writer of this project ends the
+    file with a newline and replaces it atomically, so such a file is never
+    read as a finished run, whose last number might be cut short.
+    """
+    if not data.endswith(b"\n"):
+        return "does not end with a line break (half-written?)"
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return "not valid UTF-8"
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
+    except csv.Error as exc:
+        return f"cannot be parsed as CSV ({exc})"
+    if len(rows) < 2:
+        return "has no data row"
+    header, first = rows[0], rows[1]
+    if any(len(row) > len(header) for row in rows[1:]):
+        return "has a row longer than its header"
+    if len(first) < len(header):
+        return f"first row has {len(first)} of the header's {len(header)} cells (half-written?)"
+    return header, first
+
+
+def _first_cells(header: list[str], row: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Cells by column name (the first of repeated names) and every repeated name's cells."""
+    cells: dict[str, str] = dict(zip(header, row, strict=True))
+    repeated: dict[str, list[str]] = {}
+    if len(cells) == len(header):  # the usual case: no name repeated
+        return cells, repeated
+    cells = {}
+    for name, cell in zip(header, row, strict=True):
+        if name in cells:
+            repeated.setdefault(name, [cells[name]]).append(cell)
+        else:
+            cells[name] = cell
+    return cells, repeated
+
+
+#: Each metric's range widened by the rounding tolerance, looked up once per cell.
+_ACCEPTED = {
+    name: (low - METRIC_RANGE_TOLERANCE, high + METRIC_RANGE_TOLERANCE)
+    for name, (low, high) in METRIC_RANGES.items()
+}
+
+
+def _out_of_range(name: str, value: float, notes: list[str]) -> float:
+    """NaN, with a note saying that ``value`` lies outside the metric's range."""
+    low, high = METRIC_RANGES[name]
+    notes.append(f"{name} {value!r} outside [{low:g}, {high:g}]; dropped")
+    return math.nan
+
+
+def _split_size(split_info: dict, key: str, notes: list[str]) -> int | None:
+    """A usable split size, or None (with a note when a present value is unusable).
+
+    Sizes are counts: a training, test or test-group count of zero or less,
+    a negative validation count, and a count of 2^63 or more (beyond any real
+    data set, and beyond the int64 columns sizes travel in) are unknown, as
+    is anything that is not an integer. An absent or null size is simply not
+    recorded (no note).
+    """
+    value = split_info.get(key)
+    if value is None:  # absent, or written as null: not recorded
+        return None
+    size = _strict_int(value)
+    smallest = 0 if key == "n_val" else 1
+    if size is not None and smallest <= size < INT64_LIMIT:
+        return size
+    notes.append(f"{SPLIT_INFO_FILENAME} {key} {value!r} is not a usable count; unknown")
+    return None
+
+
+def _metadata_int(metadata: dict, key: str, notes: list[str]) -> int | None:
+    """An int field of ``run_metadata.json``; a present non-int value is noted and ignored."""
+    if key not in metadata or metadata[key] is None:
+        return None
+    value = _strict_int(metadata[key])
+    if value is None:
+        notes.append(f"{METADATA_FILENAME} {key} {metadata[key]!r} is not an integer; ignored")
+    return value
+
+
+# --- reading one run ------------------------------------------------------------------------
+
+
+def read_run(run_dir: Path | str) -> RunRecord | UnreadableRun:
+    """Read one run directory into a :class:`RunRecord`, or say why it cannot be used.
+
+    Unusable (an :class:`UnreadableRun` with the reason): the directory name
+    is not valid UTF-8 (it could not be written to any output); the metrics
+    file is not a readable regular file (permission denied, a FIFO, a
+    directory, a dangling link, vanished); it is half-written (no final line
+    break, or a first row shorter than the header), cannot be parsed, has no
+    data row, lacks a ``model`` or ``dataset`` column, repeats one of them
+    with different values, or its first row's model or dataset is blank.
+
+    The CSV's first row is the authority for model and dataset (kept as
+    strings, so ``007`` stays ``007``). The seed comes from
+    ``run_metadata.json`` when it is an int (not a bool; any size, kept
+    exactly), else from a directory name ending in ``seed<N>``, else None.
+    Split sizes from ``split_info.json`` are kept when they are usable counts
+    (see :func:`_split_size`).
+
+    Everything set aside from a usable run is listed in ``suspect``: a metric
+    value outside its range (:data:`METRIC_RANGES`; the value becomes NaN,
+    so no statistic uses it), a repeated metric column (NaN: which cell is
+    meant cannot be known), an unusable split size or metadata field, and a
+    metadata or split file that exists but cannot be read (read as absent).
+    """
+    # Plain strings inside: pathlib parses a path on every construction and
+    # join, which was a tenth of discovery time at 100,000 runs.
+    run_dir = run_dir if isinstance(run_dir, Path) else Path(run_dir)
+    directory = os.fspath(run_dir)
+    try:
+        directory.encode("utf-8")
+    except UnicodeEncodeError:
+        return UnreadableRun(run_dir, "directory name is not valid UTF-8; rename it to use it")
+    try:
+        data, info = read_regular_file(
+            os.path.join(directory, METRICS_FILENAME), max_bytes=MAX_RUN_FILE_BYTES
+        )
+    except UnreadableFileError as exc:
+        reason = REASON_VANISHED if exc.reason == REASON_MISSING else exc.reason
+        return UnreadableRun(run_dir, f"{METRICS_FILENAME}: {reason}")
+    parsed = _parse_metrics_csv(data)
+    if isinstance(parsed, str):
+        return UnreadableRun(run_dir, f"{METRICS_FILENAME} {parsed}")
+    cells, repeated = _first_cells(*parsed)
+    notes: list[str] = []
+    for key in ("model", "dataset"):
+        if key not in cells:
+            return UnreadableRun(run_dir, f"{METRICS_FILENAME} has no {key} column")
+        if cells[key].strip() in _MISSING_CELLS:
+            return UnreadableRun(run_dir, f"{METRICS_FILENAME} has a blank {key}")
+        if len(set(repeated.get(key, ()))) > 1:
+            return UnreadableRun(
+                run_dir, f"{METRICS_FILENAME} repeats the {key} column with different values"
+            )
+    model, dataset = cells["model"], cells["dataset"]
+
+    multi_label = MULTI_LABEL_MARKER in cells
+    schema = MULTI_LABEL_METRICS if multi_label else SINGLE_LABEL_METRICS
+    metrics: dict[str, float] = {}
+    for name in schema:
+        cell = cells.get(name)
+        if cell is None:
+            continue
+        if repeated and name in repeated:
+            notes.append(f"column {name} appears {len(repeated[name])} times; dropped")
+            metrics[name] = math.nan
+            continue
+        value = _cell_float(cell)
+        low, high = _ACCEPTED[name]
+        # NaN fails both comparisons and equals nothing: missing, not out of range.
+        metrics[name] = (
+            value if low <= value <= high or value != value else _out_of_range(name, value, notes)
+        )
+    if multi_label:
+        averaging = AVERAGING_MACRO_LABEL
+    else:
+        average = cells.get("average")
+        averaging = AVERAGING_UNKNOWN if average is None or average in _MISSING_CELLS else average
+
+    metadata, problem = _read_json_reason(os.path.join(directory, METADATA_FILENAME))
+    if problem is not None:
+        notes.append(f"{METADATA_FILENAME} {problem}; read as absent")
+    metadata = metadata or {}
+    seed = _metadata_int(metadata, "seed", notes)
+    if seed is None:
+        seed = _seed_from_directory(run_dir)
+    fingerprint = metadata.get("params_fingerprint")
+    split_info, problem = _read_json_reason(os.path.join(directory, SPLIT_INFO_FILENAME))
+    if problem is not None:
+        notes.append(f"{SPLIT_INFO_FILENAME} {problem}; split sizes unknown")
+    sizes = {key: _split_size(split_info or {}, key, notes) for key in SPLIT_SIZE_KEYS}
+    return RunRecord(
+        run_dir=run_dir,
+        model=model,
+        dataset=dataset,
+        seed=seed,
+        multi_label=multi_label,
+        averaging=averaging,
+        metrics=metrics,
+        mtime=info.st_mtime,
+        returncode=_metadata_int(metadata, "returncode", notes),
+        fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        suspect=tuple(notes),
+        **sizes,
+    )
+
+
+def read_run_metrics(run_dir: Path | str) -> RunRecord | None:
+    """Read one run directory into a :class:`RunRecord`, or None when it is unusable.
+
+    The reason a run is unusable, and what :func:`read_run` sets aside from
+    a usable one, are described there; this wrapper is for callers that only
+    need the record.
+    """
+    result = read_run(run_dir)
+    return result if isinstance(result, RunRecord) else None
+
+
+# --- finding run directories ------------------------------------------------------------------
+
+
+def _listing_problem(directory: str, error: OSError) -> UnreadableRun:
+    """The diagnostic of a directory whose contents cannot be listed or searched."""
+    reason = REASON_PERMISSION if isinstance(error, PermissionError) else error.strerror
+    return UnreadableRun(Path(directory), f"cannot be listed: {reason or error}")
+
+
+def _metrics_entry(directory: str, problems: list[UnreadableRun]) -> bool:
+    """Whether ``directory`` holds an entry named like the metrics file, of any type.
+
+    The entry's type is not checked here: a FIFO, a directory or a dangling
+    link under that name makes the directory a run that cannot be read, which
+    the reader reports with its reason, instead of a directory nobody hears
+    of. A directory that cannot be searched is added to ``problems``.
+    """
+    try:
+        os.lstat(os.path.join(directory, METRICS_FILENAME))
+    except FileNotFoundError:
+        return False
+    except PermissionError as exc:
+        problems.append(_listing_problem(directory, exc))
+        return False
+    except OSError:
+        return False
+    return True
+
+
+def _immediate_candidates(
+    root: str, real_root: str, problems: list[UnreadableRun]
+) -> list[tuple[str, str]]:
+    """Children of ``root`` (symlinked ones included) holding a metrics entry.
+
+    Returns:
+        ``(path, resolved path)`` pairs. Only a symlinked child needs
+        ``realpath``; any other child resolves to the root's real path plus
+        its own name, which costs no system call per run.
+    """
+    try:
+        with os.scandir(root) as entries:
+            children = [
+                (entry.path, _resolved_child(entry, real_root))
+                for entry in entries
+                if _is_directory(entry, follow=True)
+            ]
+    except OSError as exc:
+        logger.warning("cannot list run root %s; skipped", display_path(root))
+        problems.append(_listing_problem(root, exc))
+        return []
+    return [(child, resolved) for child, resolved in children if _metrics_entry(child, problems)]
+
+
+def _resolved_child(entry: os.DirEntry, real_root: str) -> str:
+    """Real path of a child of the root whose real path is ``real_root``."""
+    try:
+        is_link = entry.is_symlink()
+    except OSError:
+        is_link = True
+    return os.path.realpath(entry.path) if is_link else os.path.join(real_root, entry.name)
+
+
+def _is_directory(entry: os.DirEntry, *, follow: bool) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
+def _linked_directory(entry: os.DirEntry) -> bool:
+    """Whether ``entry`` is a symbolic link to an existing directory."""
+    try:
+        return entry.is_symlink() and entry.is_dir(follow_symlinks=True)
+    except OSError:
+        return False
+
+
+def _walk(
+    start: str,
+    real_start: str,
+    visited: set[str],
+    found: list[tuple[str, str]],
+    links: list[str],
+    problems: list[UnreadableRun],
+) -> None:
+    """Scan ``start`` and its descendants without following links; collect linked directories.
+
+    Real paths are derived from ``real_start`` without a system call per
+    directory (no link is followed inside one walk). ``visited`` receives
+    every real path scanned, ``found`` the ``(path, real path)`` of each
+    directory holding a metrics entry, ``links`` the symbolic links to
+    directories met on the way, and ``problems`` every directory that
+    cannot be listed. A directory that vanishes mid-scan is skipped.
+    """
+    pending = [(start, real_start)]
+    visited.add(real_start)
+    while pending:
+        directory, real = pending.pop()
+        holds_metrics = False
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if entry.name == METRICS_FILENAME:
+                        holds_metrics = True
+                    elif _is_directory(entry, follow=False):
+                        child_real = os.path.join(real, entry.name)
+                        if child_real not in visited:
+                            visited.add(child_real)
+                            pending.append((entry.path, child_real))
+                    elif _linked_directory(entry):
+                        links.append(entry.path)
+        except FileNotFoundError:
+            logger.info("directory %s vanished during the scan", display_path(directory))
+            continue
+        except OSError as exc:
+            problems.append(_listing_problem(directory, exc))
+            continue
+        if holds_metrics:
+            found.append((directory, real))
+
+
+def _recursive_candidates(root: str, problems: list[UnreadableRun]) -> list[tuple[str, str]]:
+    """``root`` and every descendant holding a metrics entry, symbolic links followed once.
+
+    The tree is first walked without following links, so every directory
+    that is really inside it is known under its own path. Then each linked
+    directory (in sorted order, round after round for links found behind
+    links) is walked only if its real path was not visited yet: a link to an
+    ancestor, a link loop or a second link to one target is skipped, so the
+    scan always ends, and a run inside the tree is always listed under its
+    own path rather than through a link.
+
+    Returns:
+        ``(path, real path)`` pairs of the candidates.
+    """
+    visited: set[str] = set()
+    found: list[tuple[str, str]] = []
+    links: list[str] = []
+    _walk(root, os.path.realpath(root), visited, found, links, problems)
+    while links:
+        round_links, links = sorted(links), []
+        for link in round_links:
+            real = os.path.realpath(link)
+            if real in visited:
+                logger.debug("skipping %s: its target was already scanned", display_path(link))
+                continue
+            _walk(link, real, visited, found, links, problems)
+    return found
+
+
+def find_run_candidates(
+    roots: Sequence[Path | str] | Path | str, recursive: bool = False
+) -> tuple[list[Path], list[UnreadableRun]]:
+    """Candidate run directories under ``roots``, and the directories that could not be searched.
+
+    Args:
+        roots: one root or a sequence of roots, scanned in the given order;
+            roots that are not existing directories are skipped.
+        recursive: False scans the immediate children of each root
+            (symlinked children included); True scans the root itself and
+            every descendant, following symbolic links to directories once
+            each (see :func:`_recursive_candidates`).
+
+    Returns:
+        ``(candidates, problems)``. A candidate is a directory holding an
+        entry named ``classification_metrics.csv`` of any type (the reader
+        says why a non-file cannot be read); paths are as found under their
+        root (not resolved), sorted by path string within each root, and a
+        directory reached twice (overlapping roots, links) is kept once, at
+        its first appearance. ``problems`` lists each directory whose
+        contents could not be listed (permission denied), with its reason:
+        it may hold runs that would otherwise vanish without a word.
+    """
+    if isinstance(roots, (str, os.PathLike)):
+        roots = [roots]
+    seen: set[str] = set()
+    candidates: list[Path] = []
+    problems: list[UnreadableRun] = []
+    for root in roots:
+        root_text = os.fspath(root)
+        if not os.path.isdir(root_text):
+            continue
+        if recursive:
+            found = _recursive_candidates(root_text, problems)
+        else:
+            found = _immediate_candidates(root_text, os.path.realpath(root_text), problems)
+        for directory, resolved in sorted(found):
+            if resolved in seen:
+                continue
+            seen.add(resolved)
+            candidates.append(Path(directory))
+    unique = {str(problem.run_dir): problem for problem in reversed(problems)}
+    return candidates, [unique[key] for key in dict.fromkeys(str(p.run_dir) for p in problems)]
+
+
+def find_run_directories(
+    roots: Sequence[Path | str] | Path | str, recursive: bool = False
+) -> list[Path]:
+    """Candidate run directories under ``roots`` (see :func:`find_run_candidates`)."""
+    return find_run_candidates(roots, recursive=recursive)[0]
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+
+def _duplicate_key(record: RunRecord) -> tuple[str, str, int | None, str | None]:
+    return (record.dataset, record.model, record.seed, record.fingerprint)
+
+
+def _sort_key(record: RunRecord) -> tuple:
+    # A run without a seed sorts before every seeded run: (False, 0) < (True, seed).
+    seed = (record.seed is not None, 0 if record.seed is None else record.seed)
+    return (record.dataset, record.model, seed, record.fingerprint or "", str(record.run_dir))
+
+
+def _resolve_duplicates(
+    records: list[RunRecord], on_duplicate: str, dropped: list[str]
+) -> list[RunRecord]:
+    """Apply the duplicate policy; append a diagnostic for every dropped record."""
+    if on_duplicate == ON_DUPLICATE_ALL:
+        return records
+    groups: dict[tuple, list[int]] = {}
+    for index, record in enumerate(records):
+        groups.setdefault(_duplicate_key(record), []).append(index)
+    keep = [True] * len(records)
+    losers: list[tuple[int, int]] = []
+    for (dataset, model, seed, _), members in groups.items():
+        if len(members) < 2:
+            continue
+        if on_duplicate == ON_DUPLICATE_ERROR:
+            first, second = records[members[0]], records[members[1]]
+            raise ValueError(
+                f"duplicate run for model {model!r} on dataset {dataset!r} with seed {seed}: "
+                f"{display_path(first.run_dir)} and {display_path(second.run_dir)}"
+            )
+        winner = members[0]
+        for index in members[1:]:
+            if records[index].mtime > records[winner].mtime:
+                winner = index
+        losers += [(index, winner) for index in members if index != winner]
+    for index, winner in sorted(losers):
+        keep[index] = False
+        dropped.append(f"{records[index].run_dir} (dropped; kept {records[winner].run_dir})")
+    return [record for record, kept in zip(records, keep, strict=True) if kept]
+
+
+def _read_with(
+    reader: Callable[[Path], RunRecord | UnreadableRun | None], run_dir: Path
+) -> RunRecord | UnreadableRun:
+    """Call ``reader``; a reader that only answers None gets a generic reason."""
+    result = reader(run_dir)
+    return UnreadableRun(run_dir, "unreadable") if result is None else result
+
+
+def discover_runs(
+    roots: Sequence[Path | str] | Path | str,
+    recursive: bool = False,
+    include_legacy: bool = False,
+    on_duplicate: str = ON_DUPLICATE_NEWEST,
+    include_failed: bool = False,
+    *,
+    reader: Callable[[Path], RunRecord | UnreadableRun | None] | None = None,
+) -> tuple[list[RunRecord], dict[str, list[str]]]:
+    """Find and read every run under ``roots``, with a diagnostic for each one set aside.
+
+    Args:
+        roots: one root or a sequence of roots (see :func:`find_run_candidates`).
+        recursive: search roots at any depth instead of their immediate children.
+        include_legacy: keep runs whose seed cannot be determined; their
+            ``seed`` stays None (out of band: a real seed -1 is an ordinary
+            seed), so they are never ranked or paired. Otherwise they are
+            only reported under ``no_seed``.
+        on_duplicate: ``"newest"`` keeps the run with the newest metrics file
+            per (dataset, model, seed, fingerprint); ``"error"`` raises;
+            ``"all"`` keeps every run.
+        include_failed: keep runs whose recorded returncode is non-zero.
+        reader: reads one directory (default :func:`read_run`) and returns a
+            record or an :class:`UnreadableRun` (None counts as unreadable
+            without a reason); the platform passes a caching reader so that
+            unchanged runs are not parsed again.
+
+    Returns:
+        ``(records, diagnostics)``. Records are sorted by (dataset, model,
+        seed, fingerprint, run_dir) under every policy, runs without a seed
+        first. Diagnostics has the keys of :data:`DIAGNOSTIC_KEYS` in that
+        order, each a list of strings in discovery order: ``unreadable``
+        holds ``"<dir> (<reason>)"`` for every run (and every directory that
+        could not be listed) that could not be read; ``suspect`` holds
+        ``"<dir> (<note>; <note>)"`` for every kept run from which something
+        was set aside.
+
+    Raises:
+        ValueError: an unknown ``on_duplicate`` (before any scanning), or a
+            duplicate under ``on_duplicate="error"``.
+
+    The fingerprint is part of the duplicate key because two runs of one
+    pairing and seed with different hyperparameters are different
+    experiments; resolving them by modification time would silently pick a
+    hyperparameter setting. Failed runs are set aside because a run can
+    write its metrics and then crash.
+    """
+    if on_duplicate not in ON_DUPLICATE_POLICIES:
+        raise ValueError(
+            f"Unknown on_duplicate: {on_duplicate!r} "
+            f"(choose from {', '.join(ON_DUPLICATE_POLICIES)})"
+        )
+    read = read_run if reader is None else reader
+    diagnostics: dict[str, list[str]] = {key: [] for key in DIAGNOSTIC_KEYS}
+    records: list[RunRecord] = []
+    candidates, problems = find_run_candidates(roots, recursive=recursive)
+    diagnostics["unreadable"] += [problem.entry() for problem in problems]
+    for run_dir in logged_progress(
+        candidates,
+        total=len(candidates),
+        what="run directories read",
+        logger=logger,
+        min_total=PROGRESS_MIN_RUNS,
+    ):
+        record = _read_with(read, run_dir)
+        if isinstance(record, UnreadableRun):
+            diagnostics["unreadable"].append(record.entry())
+            continue
+        if record.returncode is not None and record.returncode != 0:
+            diagnostics["failed"].append(f"{run_dir} (returncode {record.returncode})")
+            if not include_failed:
+                continue
+        if record.seed is None:
+            diagnostics["no_seed"].append(str(run_dir))
+            if not include_legacy:
+                continue
+        if record.suspect:
+            diagnostics["suspect"].append(f"{run_dir} ({'; '.join(record.suspect)})")
+        records.append(record)
+    records = _resolve_duplicates(records, on_duplicate, diagnostics["duplicate"])
+    records.sort(key=_sort_key)
+    return records, diagnostics
+
+
+# --- encoder checkpoints ---------------------------------------------------------------
+
+
+def _architecture(metadata: dict, record: RunRecord) -> str:
+    """Registered architecture of a run: ``params.model``, else the CSV's model name."""
+    params = metadata.get("params")
+    if isinstance(params, dict) and isinstance(params.get("model"), str):
+        return params["model"]
+    return record.model
+
+
+def _checkpoint_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a checkpoint file (None when it is a regular file).
+
+    Only the file's type is checked here, without reading it: whether its
+    content loads is learnt when the probe loads it (see
+    :func:`deepecgkit.evaluation.transfer.cross_dataset_transfer`).
+    """
+    try:
+        info = os.stat(path)
+    except PermissionError:
+        return REASON_PERMISSION
+    except OSError:
+        return "missing" if not os.path.islink(path) else "dangling symbolic link"
+    return None if stat.S_ISREG(info.st_mode) else "not a regular file"
+
+
+def find_encoder_checkpoints(
+    records: Iterable[RunRecord],
+) -> tuple[dict[str, dict[str, Path]], list[str]]:
+    """The checkpoint of each (architecture, dataset), and the recorded ones that are not there.
+
+    ``deepecg train-grid`` records the checkpoint of a torch run in
+    ``run_metadata.json`` as ``"checkpoint": "checkpoint.pt"`` (relative to the
+    run directory; null when none was kept, as for scikit-learn baselines or
+    ``--checkpoints first-seed`` beyond the first seed) and the registered
+    architecture as ``params.model``. A transfer matrix needs one frozen
+    encoder per (architecture, source dataset); this picks it without
+    importing torch, so the platform can decide cheaply whether there is
+    anything to probe.
+
+    Args:
+        records: discovered runs (runs without a seed are skipped: they
+            cannot be ordered, and a seeded run is always available when any is).
+
+    Returns:
+        ``(checkpoints, problems)``. ``checkpoints`` is
+        ``{architecture: {dataset: checkpoint path}}``, sorted by name, from
+        the run with the smallest seed among those whose recorded checkpoint
+        is a regular file; runs whose metadata names no checkpoint are
+        skipped. ``problems`` has one ``"<path> (<reason>)"`` entry for each
+        recorded checkpoint that is missing or not a regular file, so a cell
+        that could have been probed never vanishes without a word.
+    """
+    chosen: dict[tuple[str, str], tuple[int, Path]] = {}
+    problems: list[str] = []
+    for record in records:
+        if record.seed is None:
+            continue
+        metadata = read_metadata(record.run_dir) or {}
+        relative = metadata.get(CHECKPOINT_KEY)
+        if not isinstance(relative, str) or not relative:
+            continue
+        path = Path(record.run_dir) / relative
+        problem = _checkpoint_problem(path)
+        if problem is not None:
+            problems.append(f"{display_path(path)} ({problem})")
+            continue
+        key = (_architecture(metadata, record), record.dataset)
+        if key not in chosen or record.seed < chosen[key][0]:
+            chosen[key] = (record.seed, path)
+    result: dict[str, dict[str, Path]] = {}
+    for (architecture, dataset), (_, path) in sorted(chosen.items()):
+        result.setdefault(architecture, {})[dataset] = path
+    return result, problems
+
+
+def encoder_checkpoints(records: Iterable[RunRecord]) -> dict[str, dict[str, Path]]:
+    """The checkpoint of each (architecture, dataset) (see :func:`find_encoder_checkpoints`)."""
+    return find_encoder_checkpoints(records)[0]
