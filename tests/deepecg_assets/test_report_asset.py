@@ -71,12 +71,27 @@ def test_statistical_report_asset(prediction_platform) -> None:
     ]
     metadata = event.materialization.metadata
     assert metadata["included_runs"].value == 4
-    assert metadata["exclusion_reasons"].value == {"failed_run": 1}
+    # The failed run is set aside once, by discovery (its diagnostics and health
+    # check name it); the report is given only the runs discovery kept.
+    assert metadata["exclusion_reasons"].value == {}
+    (discovered,) = [
+        event
+        for event in result.get_asset_materialization_events()
+        if event.asset_key == dg.AssetKey("discovered_runs")
+    ]
+    assert discovered.materialization.metadata["failed_count"].value == 1
+    (check,) = [
+        evaluation
+        for evaluation in result.get_asset_check_evaluations()
+        if evaluation.asset_key == dg.AssetKey("discovered_runs")
+        and evaluation.check_name == "no_unreadable_or_failed_runs"
+    ]
+    assert not check.passed and "lstm_afib_seed0" in json.dumps(check.metadata["failed"].value)
     paired = 2 * len(REPORT_PAIRED_METRICS)
     assert metadata["paired_comparison_rows"].value == paired, "2 seeds x the paired metrics"
     report = prediction_platform.output / "report"
     assert (report / "manifest.json").is_file()
-    assert "failed_run" in (report / "exclusions.csv").read_text()
+    assert "lstm_afib_seed0" not in (report / "exclusions.csv").read_text()
     assert metadata["figure"].value == (
         "No picture of the reliability diagram: plots are off (plots=False)"
     )
