@@ -135,3 +135,20 @@ def test_the_io_manager_stores_one_file_per_partition_under_a_file_url(tmp_path)
     assert stored["dataset"].tolist() == ["d1", "d2"]
     assert stored["seed"].tolist() == [2**64 - 1, 2**64 - 1]
     assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
+
+
+def test_stored_per_dataset_paired_differences_combine_into_the_clean_flip_grid() -> None:
+    from deepecgkit.analysis.ranking import (
+        all_flip_tests,
+        flip_tests_from_differences,
+        paired_differences,
+    )
+    from tests.analysis.test_paired_differences import corpus
+
+    runs = corpus(11)
+    stored = [
+        frame_from_parquet(frame_to_parquet(paired_differences(runs[runs["dataset"] == name])))
+        for name in sorted(runs["dataset"].unique())
+    ]
+    combined = flip_tests_from_differences(pd.concat(stored, ignore_index=True))
+    pd.testing.assert_frame_equal(combined, all_flip_tests(runs), check_exact=True)
