@@ -380,8 +380,27 @@ COMPONENT_COLUMNS = (
 _COMPONENT_VALUES = COMPONENT_COLUMNS[4:]
 
 
+#: The dtype of each non-text component column (the others hold text).
+_COMPONENT_DTYPES = {
+    "mean": np.float64,
+    "lower_ci": np.float64,
+    "upper_ci": np.float64,
+    "p_value": np.float64,
+    "n": np.int64,
+    "wins": np.int64,
+    "excludes_zero": np.bool_,
+    "testable": np.bool_,
+    "bimodal": np.bool_,
+}
+
+
 def _empty_components() -> pd.DataFrame:
-    return pd.DataFrame({column: pd.Series(dtype=object) for column in COMPONENT_COLUMNS})
+    return pd.DataFrame(
+        {
+            column: pd.Series(dtype=_COMPONENT_DTYPES.get(column, object))
+            for column in COMPONENT_COLUMNS
+        }
+    )
 
 
 def dataset_components(
@@ -435,9 +454,7 @@ def dataset_components(
             **components,
         }
     )
-    frame["n"] = frame["n"].astype(np.int64)
-    frame["wins"] = frame["wins"].astype(np.int64)
-    return frame.loc[:, list(COMPONENT_COLUMNS)]
+    return frame.astype(_COMPONENT_DTYPES).loc[:, list(COMPONENT_COLUMNS)]
 
 
 def grid_components(selected: pd.DataFrame, **options: Any) -> pd.DataFrame:
@@ -495,9 +512,10 @@ def flips_from_components(
     present = np.zeros((len(datasets), len(models)), dtype=bool)
     present[cd, ca] = True
     present[cd, cb] = True
-    values = {column: components[column].to_numpy() for column in _COMPONENT_VALUES}
-    for column in ("reason", "averaging", "correction_applied", "correction_note"):
-        values[column] = values[column].astype(object)
+    values = {
+        column: components[column].to_numpy(dtype=_COMPONENT_DTYPES.get(column, object))
+        for column in _COMPONENT_VALUES
+    }
 
     rows_1, rows_2, pair_a, pair_b, index_1, index_2 = [], [], [], [], [], []
     for d1 in range(len(datasets)):

@@ -827,6 +827,14 @@ def _adjust_family(
     return flips
 
 
+def _check_fdr_options(fdr_family: str, fdr_method: str) -> None:
+    if fdr_family not in FDR_FAMILIES:
+        raise ValueError(
+            f"fdr_family must be one of {', '.join(map(repr, FDR_FAMILIES))}, got {fdr_family!r}"
+        )
+    _check_fdr_method(fdr_method)
+
+
 def paired_differences(
     runs: pd.DataFrame,
     metric: str = DEFAULT_RANK_METRIC,
@@ -881,11 +889,7 @@ def flip_tests_from_differences(
     runs they came from, value for value. ``confidence_level`` must be the
     one the differences were computed with (it sets ``survives_fdr``).
     """
-    if fdr_family not in FDR_FAMILIES:
-        raise ValueError(
-            f"fdr_family must be one of {', '.join(map(repr, FDR_FAMILIES))}, got {fdr_family!r}"
-        )
-    _check_fdr_method(fdr_method)
+    _check_fdr_options(fdr_family, fdr_method)
     _check_confidence_level(confidence_level)
     flips = _paired_grid.flips_from_components(
         differences,
@@ -951,11 +955,7 @@ def all_flip_tests(
         empty frame with these columns. It is :func:`paired_differences`
         followed by :func:`flip_tests_from_differences`.
     """
-    if fdr_family not in FDR_FAMILIES:
-        raise ValueError(
-            f"fdr_family must be one of {', '.join(map(repr, FDR_FAMILIES))}, got {fdr_family!r}"
-        )
-    _check_fdr_method(fdr_method)
+    _check_fdr_options(fdr_family, fdr_method)
     differences = paired_differences(
         runs,
         metric,

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from deepecgkit.analysis.aggregation import RUN_FRAME_COLUMNS
 from deepecgkit.analysis.ranking import (
     PAIRED_DIFFERENCE_COLUMNS,
     all_flip_tests,
@@ -20,21 +21,6 @@ from deepecgkit.analysis.ranking import (
     paired_difference,
     paired_differences,
 )
-
-RUN_COLUMNS = [
-    "run_dir",
-    "model",
-    "dataset",
-    "seed",
-    "averaging",
-    "multi_label",
-    "n_train",
-    "n_val",
-    "n_test",
-    "n_test_groups",
-    "metric",
-    "value",
-]
 
 
 def corpus(
@@ -71,7 +57,7 @@ def corpus(
                         "value": value if rng.random() > 0.03 else math.nan,
                     }
                 )
-    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+    return pd.DataFrame(rows, columns=list(RUN_FRAME_COLUMNS))
 
 
 def per_dataset(runs: pd.DataFrame, **options) -> pd.DataFrame:
@@ -158,3 +144,12 @@ def test_property_incremental_combine_equals_clean(
     clean = all_flip_tests(runs)
     combined = flip_tests_from_differences(per_dataset(runs)) if not runs.empty else clean
     pd.testing.assert_frame_equal(combined, clean, check_exact=True)
+
+
+def test_an_empty_dataset_frame_concatenates_without_changing_types() -> None:
+    """Regression (found by the property test): a one-model dataset's empty frame
+    concatenated with the others must keep the numeric columns numeric."""
+    runs = corpus(7, n_datasets=3)
+    runs = runs[~((runs["dataset"] == "d1") & (runs["model"] != "m0"))]
+    combined = flip_tests_from_differences(per_dataset(runs))
+    pd.testing.assert_frame_equal(combined, all_flip_tests(runs), check_exact=True)
