@@ -8,8 +8,10 @@ instead. It follows the same definitions step for step:
 
 1. Per-seed values ``V[d, m, s]`` (mean of the usable rows of a cell) and
    per-cell sums of the split sizes are accumulated with ``np.bincount``.
-2. Every (dataset, model pair) *component* is evaluated at once on
-   ``(components x seeds)`` arrays: shared seeds, mean and SD of the
+2. Every model pair *component* of a dataset is evaluated at once on
+   ``(components x seeds)`` arrays, one dataset at a time (a component
+   depends on its dataset's runs only, which is what lets the platform
+   recompute one dataset's components and combine): shared seeds, mean and SD of the
    differences, wins, the Nadeau-Bengio factor from the contributing runs'
    mean sizes (and the correction actually applied), the Student-t interval
    and p-value, the scale-aware bimodality flag.
@@ -217,26 +219,21 @@ def _applied_corrections(
 
 def _components(
     cells: _Cells,
-    present: np.ndarray,
     *,
     metric: str,
     confidence_level: float,
     correction: str,
     min_test_groups: int,
     strict_correction: bool,
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Evaluate every (dataset, model pair) component; return arrays and an id lookup."""
-    n_datasets, n_models = present.shape
-    component_id = np.full((n_datasets, n_models, n_models), -1, dtype=np.int64)
-    parts = []
-    for d in range(n_datasets):
-        members = np.flatnonzero(present[d])
-        upper = np.triu_indices(len(members), k=1)
-        parts.append((np.full(len(upper[0]), d), members[upper[0]], members[upper[1]]))
-    cd = np.concatenate([p[0] for p in parts]).astype(np.int64)
-    ca = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    cb = np.concatenate([p[2] for p in parts]).astype(np.int64)
-    component_id[cd, ca, cb] = np.arange(len(cd))
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Evaluate every model pair (a < b) of one dataset's cells.
+
+    Returns the component arrays and the model indices ``a`` and ``b`` of
+    each component.
+    """
+    upper = np.triu_indices(len(cells.models), k=1)
+    ca, cb = upper[0].astype(np.int64), upper[1].astype(np.int64)
+    cd = np.zeros(len(ca), dtype=np.int64)
 
     a_values, b_values = cells.values[cd, ca, :], cells.values[cd, cb, :]
     shared = np.isfinite(a_values) & np.isfinite(b_values)
@@ -292,8 +289,8 @@ def _components(
                 break
     components = {
         "mean": mean,
-        "lower": lower,
-        "upper": upper,
+        "lower_ci": lower,
+        "upper_ci": upper,
         "p_value": p_value,
         "n": n,
         "wins": wins,
@@ -305,7 +302,7 @@ def _components(
         "correction_applied": applied,
         "correction_note": notes,
     }
-    return components, component_id
+    return components, ca, cb
 
 
 def _classify(
@@ -318,8 +315,8 @@ def _classify(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Verdicts, reasons and ``n_seeds`` of every flip row, in the fixed decision order."""
     n_seeds = np.minimum(first["n"], second["n"])
-    undefined_1 = np.isnan(first["lower"]) | np.isnan(first["upper"])
-    undefined_2 = np.isnan(second["lower"]) | np.isnan(second["upper"])
+    undefined_1 = np.isnan(first["lower_ci"]) | np.isnan(first["upper_ci"])
+    undefined_2 = np.isnan(second["lower_ci"]) | np.isnan(second["upper_ci"])
     opposite = first["mean"] * second["mean"] < 0
     both_exclude = first["excludes_zero"] & second["excludes_zero"]
     reason_1 = names_1 + ": " + first["reason"]
@@ -361,53 +358,165 @@ def _classify(
     return verdicts, reasons, n_seeds
 
 
-def flip_grid(
+#: Columns of a paired-differences frame: one row per (dataset, model pair a < b).
+COMPONENT_COLUMNS = (
+    "dataset",
+    "model_a",
+    "model_b",
+    "metric",
+    "mean",
+    "lower_ci",
+    "upper_ci",
+    "p_value",
+    "n",
+    "wins",
+    "excludes_zero",
+    "testable",
+    "bimodal",
+    "reason",
+    "averaging",
+    "correction_applied",
+    "correction_note",
+)
+_COMPONENT_VALUES = COMPONENT_COLUMNS[4:]
+
+
+#: The dtype of each non-text component column (the others hold text).
+_COMPONENT_DTYPES = {
+    "mean": np.float64,
+    "lower_ci": np.float64,
+    "upper_ci": np.float64,
+    "p_value": np.float64,
+    "n": np.int64,
+    "wins": np.int64,
+    "excludes_zero": np.bool_,
+    "testable": np.bool_,
+    "bimodal": np.bool_,
+}
+
+
+def _empty_components() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            column: pd.Series(dtype=_COMPONENT_DTYPES.get(column, object))
+            for column in COMPONENT_COLUMNS
+        }
+    )
+
+
+def dataset_components(
     selected: pd.DataFrame,
     *,
     metric: str,
     confidence_level: float,
     correction: str,
     min_test_groups: int,
-    min_seeds: int,
-    min_seeds_for_claim: int,
     strict_correction: bool,
 ) -> pd.DataFrame:
-    """Every flip test of a metric slice, unsorted and without the FDR columns.
+    """The paired differences of every model pair on one dataset.
+
+    A component depends on its dataset's rows only (seeds are matched within
+    the dataset), so the components of a grid are the concatenation of its
+    datasets' components, and one new run recomputes one dataset's.
 
     Args:
-        selected: rows of one metric (already restricted to the requested
-            models and datasets), ``value`` as float.
-        metric, confidence_level, correction, min_test_groups, min_seeds,
-            min_seeds_for_claim, strict_correction: as in
+        selected: rows of one metric on one dataset, ``value`` as float.
+        metric, confidence_level, correction, min_test_groups,
+            strict_correction: as in
             :func:`~deepecgkit.analysis.ranking.flip_test`.
 
     Returns:
-        One row per (dataset pair, model pair) with the flip columns except
-        the FDR ones; an empty frame when there is nothing to compare.
+        :data:`COMPONENT_COLUMNS`, one row per pair of models (a < b by name)
+        that have at least one row on the dataset; empty with these columns
+        when fewer than two models do.
     """
-    if selected.empty:
-        return pd.DataFrame()
-    present_rows = selected[["dataset", "model"]].drop_duplicates()
-    datasets = sorted(present_rows["dataset"].unique().tolist())
-    models = sorted(present_rows["model"].unique().tolist())
-    if len(datasets) < 2 or len(models) < 2:
-        return pd.DataFrame()
-    present = np.zeros((len(datasets), len(models)), dtype=bool)
-    present[
-        pd.Index(datasets).get_indexer(present_rows["dataset"]),
-        pd.Index(models).get_indexer(present_rows["model"]),
-    ] = True
-
+    datasets = selected["dataset"].unique().tolist() if not selected.empty else []
+    if len(datasets) > 1:
+        raise ValueError(f"dataset_components takes one dataset's rows, got {len(datasets)}")
+    models = sorted(selected["model"].unique().tolist()) if datasets else []
+    if len(models) < 2:
+        return _empty_components()
     cells = _Cells(usable_rows(selected), datasets, models)
-    components, component_id = _components(
+    components, ca, cb = _components(
         cells,
-        present,
         metric=metric,
         confidence_level=confidence_level,
         correction=correction,
         min_test_groups=min_test_groups,
         strict_correction=strict_correction,
     )
+    model_names = np.asarray(models, dtype=object)
+    frame = pd.DataFrame(
+        {
+            "dataset": np.full(len(ca), datasets[0], dtype=object),
+            "model_a": model_names[ca],
+            "model_b": model_names[cb],
+            "metric": metric,
+            **components,
+        }
+    )
+    return frame.astype(_COMPONENT_DTYPES).loc[:, list(COMPONENT_COLUMNS)]
+
+
+def grid_components(selected: pd.DataFrame, **options: Any) -> pd.DataFrame:
+    """:func:`dataset_components` of every dataset of ``selected``, concatenated by dataset name."""
+    if selected.empty:
+        return _empty_components()
+    parts = [
+        dataset_components(rows, **options)
+        for _, rows in selected.groupby("dataset", sort=True, dropna=False)
+    ]
+    parts = [part for part in parts if not part.empty]
+    if not parts:
+        return _empty_components()
+    return pd.concat(parts, ignore_index=True)
+
+
+def flips_from_components(
+    components: pd.DataFrame,
+    *,
+    min_seeds: int,
+    min_seeds_for_claim: int,
+) -> pd.DataFrame:
+    """Every flip test that a paired-differences frame supports, unsorted, without FDR columns.
+
+    For each pair of datasets (d1 < d2), every model pair with a component on
+    both is a flip row. This is a combine of stored summaries: it never reads
+    a run.
+
+    Args:
+        components: :data:`COMPONENT_COLUMNS` rows of one metric (from
+            :func:`dataset_components`, possibly stored and reloaded).
+        min_seeds, min_seeds_for_claim: as in
+            :func:`~deepecgkit.analysis.ranking.flip_test`.
+
+    Returns:
+        One row per (dataset pair, model pair) with the flip columns except
+        the FDR ones; an empty frame when there is nothing to compare.
+    """
+    if components.empty:
+        return pd.DataFrame()
+    metrics = components["metric"].unique().tolist()
+    if len(metrics) != 1:
+        raise ValueError(f"paired differences of one metric expected, got {metrics}")
+    metric = metrics[0]
+    datasets = sorted(components["dataset"].unique().tolist())
+    models = sorted(set(components["model_a"].tolist()) | set(components["model_b"].tolist()))
+    if len(datasets) < 2:
+        return pd.DataFrame()
+    model_index = pd.Index(models)
+    cd = pd.Index(datasets).get_indexer(components["dataset"])
+    ca = model_index.get_indexer(components["model_a"])
+    cb = model_index.get_indexer(components["model_b"])
+    component_id = np.full((len(datasets), len(models), len(models)), -1, dtype=np.int64)
+    component_id[cd, ca, cb] = np.arange(len(components))
+    present = np.zeros((len(datasets), len(models)), dtype=bool)
+    present[cd, ca] = True
+    present[cd, cb] = True
+    values = {
+        column: components[column].to_numpy(dtype=_COMPONENT_DTYPES.get(column, object))
+        for column in _COMPONENT_VALUES
+    }
 
     rows_1, rows_2, pair_a, pair_b, index_1, index_2 = [], [], [], [], [], []
     for d1 in range(len(datasets)):
@@ -425,8 +534,10 @@ def flip_grid(
     if first_index.size == 0:
         return pd.DataFrame()
     second_index = np.concatenate(index_2)
-    first = {key: value[first_index] for key, value in components.items()}
-    second = {key: value[second_index] for key, value in components.items()}
+    if (first_index < 0).any() or (second_index < 0).any():
+        raise ValueError("paired differences are missing a model pair that both datasets hold")
+    first = {key: value[first_index] for key, value in values.items()}
+    second = {key: value[second_index] for key, value in values.items()}
     dataset_names = np.asarray(datasets, dtype=object)
     model_names = np.asarray(models, dtype=object)
     names_1 = dataset_names[np.concatenate(rows_1)]
@@ -443,10 +554,10 @@ def flip_grid(
         "metric": metric,
         "mean_1": first["mean"],
         "mean_2": second["mean"],
-        "lower_1": first["lower"],
-        "upper_1": first["upper"],
-        "lower_2": second["lower"],
-        "upper_2": second["upper"],
+        "lower_1": first["lower_ci"],
+        "upper_1": first["upper_ci"],
+        "lower_2": second["lower_ci"],
+        "upper_2": second["upper_ci"],
         "wins_1": first["wins"].astype(np.int64),
         "wins_2": second["wins"].astype(np.int64),
         "n_1": first["n"].astype(np.int64),
@@ -471,3 +582,36 @@ def flip_grid(
     frame = pd.DataFrame(columns)
     frame["comparable_magnitudes"] = frame["comparable_magnitudes"].astype(bool)
     return frame
+
+
+def flip_grid(
+    selected: pd.DataFrame,
+    *,
+    metric: str,
+    confidence_level: float,
+    correction: str,
+    min_test_groups: int,
+    min_seeds: int,
+    min_seeds_for_claim: int,
+    strict_correction: bool,
+) -> pd.DataFrame:
+    """Every flip test of a metric slice: components per dataset, then their combine.
+
+    Args:
+        selected: rows of one metric (already restricted to the requested
+            models and datasets), ``value`` as float.
+        metric, confidence_level, correction, min_test_groups, min_seeds,
+            min_seeds_for_claim, strict_correction: as in
+            :func:`~deepecgkit.analysis.ranking.flip_test`.
+    """
+    components = grid_components(
+        selected,
+        metric=metric,
+        confidence_level=confidence_level,
+        correction=correction,
+        min_test_groups=min_test_groups,
+        strict_correction=strict_correction,
+    )
+    return flips_from_components(
+        components, min_seeds=min_seeds, min_seeds_for_claim=min_seeds_for_claim
+    )

@@ -109,17 +109,22 @@ from deepecgkit.rundir.format import AVERAGING_UNKNOWN, LOWER_IS_BETTER
 
 __all__ = [
     "FLIP_COLUMNS",
+    "PAIRED_DIFFERENCE_COLUMNS",
     "TAU_COLUMNS",
     "all_flip_tests",
     "evaluate_rank_claim",
     "flip_test",
+    "flip_tests_from_differences",
     "paired_difference",
+    "paired_differences",
     "rank_distribution",
     "rank_within_seed",
     "tau_summary",
 ]
 
 _NAN = float("nan")
+#: Columns of :func:`paired_differences`, in order.
+PAIRED_DIFFERENCE_COLUMNS = _paired_grid.COMPONENT_COLUMNS
 
 #: Verdicts whose p-value enters the "significant" BY family.
 _SIGNIFICANT_VERDICTS = (VERDICT_SUPPORTED, VERDICT_SUGGESTIVE, VERDICT_CONTRADICTED)
@@ -768,6 +773,86 @@ def _adjust_family(
     return flips
 
 
+def _check_fdr_options(fdr_family: str, fdr_method: str) -> None:
+    if fdr_family not in FDR_FAMILIES:
+        raise ValueError(
+            f"fdr_family must be one of {', '.join(map(repr, FDR_FAMILIES))}, got {fdr_family!r}"
+        )
+    _check_fdr_method(fdr_method)
+
+
+def paired_differences(
+    runs: pd.DataFrame,
+    metric: str = DEFAULT_RANK_METRIC,
+    *,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    correction: str = NADEAU_BENGIO,
+    models: Sequence[str] | str | None = None,
+    datasets: Sequence[str] | str | None = None,
+    min_test_groups: int = MIN_TEST_GROUPS,
+    strict_correction: bool = False,
+) -> pd.DataFrame:
+    """Seed-paired differences of every model pair on every dataset: a flip row's components.
+
+    Each row is one (dataset, model pair a < b) comparison as
+    :func:`paired_difference` defines it (mean of ``A - B`` over shared seeds,
+    its interval and two-sided p-value with the correction actually applied,
+    wins, ``n``, the joined averaging, the bimodality flag and the reason when
+    it is untestable). A row depends on its own dataset's runs only, so the
+    frame of a corpus is the concatenation of its datasets' frames; that is
+    what lets one new run recompute one dataset (:func:`flip_tests_from_differences`
+    combines them without reading a run).
+
+    Returns:
+        :data:`PAIRED_DIFFERENCE_COLUMNS`, ordered by dataset then model pair;
+        empty with these columns when no dataset holds two models.
+    """
+    _check_correction(correction)
+    _check_confidence_level(confidence_level)
+    min_test_groups = _check_non_negative_count("min_test_groups", min_test_groups)
+    selected = _restrict(_metric_slice(runs, metric), models, datasets)
+    return _paired_grid.grid_components(
+        selected,
+        metric=metric,
+        confidence_level=confidence_level,
+        correction=correction,
+        min_test_groups=min_test_groups,
+        strict_correction=bool(strict_correction),
+    )
+
+
+def flip_tests_from_differences(
+    differences: pd.DataFrame,
+    *,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    fdr_family: str = FDR_FAMILY_TESTABLE,
+    fdr_method: str = DEFAULT_FDR_METHOD,
+) -> pd.DataFrame:
+    """The FDR-adjusted flip grid of a :func:`paired_differences` frame.
+
+    ``differences`` may be the concatenation of per-dataset frames computed
+    separately (and stored); the result equals :func:`all_flip_tests` on the
+    runs they came from, value for value. ``confidence_level`` must be the
+    one the differences were computed with (it sets ``survives_fdr``).
+    """
+    _check_fdr_options(fdr_family, fdr_method)
+    _check_confidence_level(confidence_level)
+    flips = _paired_grid.flips_from_components(
+        differences,
+        min_seeds=MIN_SEEDS_FOR_INTERVAL,
+        min_seeds_for_claim=MIN_SEEDS_FOR_CLAIM,
+    )
+    if flips.empty:
+        return empty_frame(FLIP_COLUMNS)
+    flips = flips.sort_values(
+        ["dataset_1", "dataset_2", "p_reversal", "model_a", "model_b"],
+        na_position="last",
+        kind="mergesort",
+    ).reset_index(drop=True)
+    flips = _adjust_family(flips, fdr_family, fdr_method, confidence_level)
+    return flips.loc[:, list(FLIP_COLUMNS)]
+
+
 def all_flip_tests(
     runs: pd.DataFrame,
     metric: str = DEFAULT_RANK_METRIC,
@@ -813,36 +898,26 @@ def all_flip_tests(
         ``fdr_method`` and ``survives_fdr`` (verdict ``supported`` and
         ``q_reversal <= 1 - confidence_level``: a reversal that survives
         multiplicity, as opposed to a nominal one). No comparisons give an
-        empty frame with these columns.
+        empty frame with these columns. It is :func:`paired_differences`
+        followed by :func:`flip_tests_from_differences`.
     """
-    if fdr_family not in FDR_FAMILIES:
-        raise ValueError(
-            f"fdr_family must be one of {', '.join(map(repr, FDR_FAMILIES))}, got {fdr_family!r}"
-        )
-    _check_fdr_method(fdr_method)
-    _check_correction(correction)
-    _check_confidence_level(confidence_level)
-    min_test_groups = _check_non_negative_count("min_test_groups", min_test_groups)
-    selected = _restrict(_metric_slice(runs, metric), models, datasets)
-    flips = _paired_grid.flip_grid(
-        selected,
-        metric=metric,
+    _check_fdr_options(fdr_family, fdr_method)
+    differences = paired_differences(
+        runs,
+        metric,
         confidence_level=confidence_level,
         correction=correction,
+        models=models,
+        datasets=datasets,
         min_test_groups=min_test_groups,
-        min_seeds=MIN_SEEDS_FOR_INTERVAL,
-        min_seeds_for_claim=MIN_SEEDS_FOR_CLAIM,
-        strict_correction=bool(strict_correction),
+        strict_correction=strict_correction,
     )
-    if flips.empty:
-        return empty_frame(FLIP_COLUMNS)
-    flips = flips.sort_values(
-        ["dataset_1", "dataset_2", "p_reversal", "model_a", "model_b"],
-        na_position="last",
-        kind="mergesort",
-    ).reset_index(drop=True)
-    flips = _adjust_family(flips, fdr_family, fdr_method, confidence_level)
-    return flips.loc[:, list(FLIP_COLUMNS)]
+    return flip_tests_from_differences(
+        differences,
+        confidence_level=confidence_level,
+        fdr_family=fdr_family,
+        fdr_method=fdr_method,
+    )
 
 
 # --- claims -------------------------------------------------------------------------------------

@@ -1,0 +1,176 @@
+"""Frames stored as Parquet through Dagster's ``UPathIOManager``.
+
+Every edge of the asset graph carries a pandas frame, and at 100,000 runs the
+long runs frame has 1.8 million rows: a CSV round trip of it at each edge cost
+more than the analysis itself, and CSV forgets types, so the CSV store needed
+a hand-kept list of which column is text and which a flag. Parquet keeps the
+types, reads and writes at memory speed, and ``UPathIOManager`` lets the base
+path be a local folder or object storage (any ``fsspec`` URL, e.g.
+``s3://bucket/frames``), with one file per asset and one per partition of a
+partitioned asset.
+
+Types round-trip exactly, driven by each frame's own dtypes, never by a list
+of column names:
+
+* columns pyarrow maps natively (``int64``, ``uint64``, ``float64``, ``bool``,
+  the nullable ``Int64``/``boolean``, pandas' ``str`` strings, categoricals,
+  datetimes) use pyarrow's pandas metadata;
+* ``object`` columns are recorded in the schema metadata under
+  :data:`OBJECT_COLUMNS_KEY` and read back as ``object`` holding the same
+  Python values: strings stay strings (a model named ``007`` stays ``"007"``),
+  and Python ints beyond int64 (64-bit seeds, see
+  :mod:`deepecgkit.rundir.int_columns`) are stored as
+  ``decimal128(38, 0)`` and read back as exact ints. A missing cell reads back
+  as the missing value the column held (``None``, ``NaN`` or ``pd.NA``) when
+  every missing cell of the column held the same one, else as ``None``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from upath import UPath
+
+from deepecgkit.io import atomic_write_bytes
+
+__all__ = [
+    "OBJECT_COLUMNS_KEY",
+    "ParquetFrameIOManager",
+    "frame_from_parquet",
+    "frame_to_parquet",
+]
+
+#: Schema-metadata key listing how each ``object`` column was encoded.
+OBJECT_COLUMNS_KEY = b"deepecg.object_columns"
+#: Widest exact integer Parquet's decimal type holds (digits).
+DECIMAL_DIGITS = 38
+_DECIMAL_LIMIT = 10**DECIMAL_DIGITS
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+#: Encodings of an ``object`` column.
+_PYTHON_INT, _INT_TEXT, _VALUES = "python_int", "int_text", "values"
+_MISSING_TOKENS = {"none": None, "nan": math.nan, "na": pd.NA}
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _missing_token(values: list[Any]) -> str:
+    """Which missing value a column's missing cells held (``none`` when mixed or absent)."""
+    kinds = {
+        "none" if v is None else "na" if v is pd.NA else "nan" for v in values if _is_missing(v)
+    }
+    return kinds.pop() if len(kinds) == 1 else "none"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _encode_object_column(values: list[Any]) -> tuple[pa.Array, dict[str, str]]:
+    """A pyarrow array for one ``object`` column, and how to decode it."""
+    missing = _missing_token(values)
+    present = [v for v in values if not _is_missing(v)]
+    if present and all(_is_int(v) for v in present):
+        ints = [None if _is_missing(v) else int(v) for v in values]
+        if all(i is None or _INT64_MIN <= i <= _INT64_MAX for i in ints):
+            encoding, array = _VALUES, pa.array(ints, type=pa.int64())
+        elif all(i is None or abs(i) < _DECIMAL_LIMIT for i in ints):
+            decimals = [None if i is None else Decimal(i) for i in ints]
+            encoding = _PYTHON_INT
+            array = pa.array(decimals, type=pa.decimal128(DECIMAL_DIGITS, 0))
+        else:
+            encoding = _INT_TEXT
+            array = pa.array([None if i is None else str(i) for i in ints], type=pa.string())
+    else:
+        cells = [None if _is_missing(v) else v for v in values]
+        try:
+            array = pa.array(cells)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+            raise TypeError(
+                f"an object column mixes types Parquet cannot hold in one column ({error}); "
+                "store one type per column"
+            ) from error
+        encoding = _VALUES
+    return array, {"encoding": encoding, "missing": missing}
+
+
+def frame_to_parquet(frame: pd.DataFrame) -> bytes:
+    """Parquet bytes of ``frame``, its dtypes recorded so :func:`frame_from_parquet` restores them.
+
+    Raises ``TypeError`` for an ``object`` column whose values Parquet cannot
+    hold in one column (say strings mixed with floats).
+    """
+    objects = [c for c in frame.columns if frame[c].dtype == object]
+    plain = frame.drop(columns=objects)
+    table = pa.Table.from_pandas(plain, preserve_index=None)
+    decoding: dict[str, dict[str, str]] = {}
+    for column in objects:
+        array, decoding[str(column)] = _encode_object_column(frame[column].tolist())
+        table = table.append_column(str(column), array)
+    order = [str(c) for c in frame.columns]
+    index_columns = [name for name in table.column_names if name not in order]
+    table = table.select(order + index_columns)
+    metadata = dict(table.schema.metadata or {})
+    metadata[OBJECT_COLUMNS_KEY] = json.dumps(decoding, sort_keys=True).encode()
+    buffer = io.BytesIO()
+    pq.write_table(table.replace_schema_metadata(metadata), buffer)
+    return buffer.getvalue()
+
+
+def _decode_object_column(array: pa.ChunkedArray, how: dict[str, str]) -> np.ndarray:
+    missing = _MISSING_TOKENS[how["missing"]]
+    values = array.to_pylist()
+    if how["encoding"] in (_PYTHON_INT, _INT_TEXT):
+        values = [None if v is None else int(v) for v in values]
+    out = np.empty(len(values), dtype=object)
+    out[:] = [missing if v is None else v for v in values]
+    return out
+
+
+def frame_from_parquet(data: bytes) -> pd.DataFrame:
+    """The frame :func:`frame_to_parquet` stored, with its dtypes and values."""
+    table = pq.read_table(io.BytesIO(data))
+    decoding = json.loads((table.schema.metadata or {}).get(OBJECT_COLUMNS_KEY, b"{}"))
+    objects = {name: table.column(name) for name in decoding}
+    frame = table.drop_columns(list(objects)).to_pandas()
+    for name, array in objects.items():
+        values = _decode_object_column(array, decoding[name])
+        frame[name] = pd.Series(values, index=frame.index, dtype=object)
+    order = [c for c in table.column_names if c in frame.columns]
+    return frame[order]
+
+
+class ParquetFrameIOManager(dg.UPathIOManager):
+    """Stores each frame asset as ``<base_path>/<asset>.parquet`` (one file per partition).
+
+    A local base path is written through the project's atomic writer (a
+    temporary name renamed into place, so a crash never leaves half a frame);
+    on object storage a single PUT is already atomic.
+    """
+
+    extension = ".parquet"
+
+    def dump_to_path(self, context: dg.OutputContext, obj: pd.DataFrame, path: UPath) -> None:
+        if not isinstance(obj, pd.DataFrame):
+            raise TypeError(
+                f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}; "
+                "ParquetFrameIOManager stores pandas DataFrames only"
+            )
+        data = frame_to_parquet(obj)
+        if path.protocol in ("", "file", "local"):
+            atomic_write_bytes(path.path, data)
+        else:
+            path.write_bytes(data)
+
+    def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
+        return frame_from_parquet(path.read_bytes())

@@ -1,0 +1,154 @@
+"""Frames round-trip exactly through Parquet and the UPath IO manager."""
+
+import math
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+from upath import UPath
+
+from deepecg_assets.parquet_frames import (
+    OBJECT_COLUMNS_KEY,
+    ParquetFrameIOManager,
+    frame_from_parquet,
+    frame_to_parquet,
+)
+
+
+def _round_trip(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame_from_parquet(frame_to_parquet(frame))
+
+
+def test_every_dtype_the_frames_use_round_trips_exactly() -> None:
+    frame = pd.DataFrame(
+        {
+            "model": pd.Series(["007", "a"], dtype=object),
+            "dataset": ["007", "b"],
+            "survives_fdr": [True, False],
+            "flag_or_missing": pd.array([True, None], dtype="boolean"),
+            "n": np.array([1, 2], dtype=np.int64),
+            "n_or_missing": pd.array([1, None], dtype="Int64"),
+            "mean": [0.1, np.nan],
+            "seed": pd.Series([2**64 - 1, None], dtype=object),
+            "u64": np.array([2**64 - 1, 3], dtype=np.uint64),
+            "category": pd.Categorical(["a", "b"]),
+        }
+    )
+    back = _round_trip(frame)
+    pd.testing.assert_frame_equal(back, frame)
+    assert back["model"].tolist() == ["007", "a"]
+    assert back["seed"].tolist() == [2**64 - 1, None]
+    assert type(back["seed"].iloc[0]) is int
+
+
+def test_an_integer_beyond_the_decimal_type_is_kept_as_exact_text() -> None:
+    frame = pd.DataFrame({"seed": pd.Series([10**40, -3], dtype=object)})
+    back = _round_trip(frame)
+    assert back["seed"].tolist() == [10**40, -3]
+
+
+def test_each_object_column_keeps_its_own_missing_value() -> None:
+    frame = pd.DataFrame(
+        {
+            "none": pd.Series(["x", None], dtype=object),
+            "nan": pd.Series(["x", np.nan], dtype=object),
+        }
+    )
+    back = _round_trip(frame)
+    assert back["none"].iloc[1] is None
+    assert isinstance(back["nan"].iloc[1], float) and math.isnan(back["nan"].iloc[1])
+
+
+def test_empty_frames_index_and_row_order_are_kept() -> None:
+    empty = pd.DataFrame({"a": pd.Series([], dtype=object), "b": pd.Series([], dtype=float)})
+    pd.testing.assert_frame_equal(_round_trip(empty), empty)
+    shuffled = pd.DataFrame({"x": [1, 2, 3], "y": ["c", "b", "a"]}).iloc[[2, 0, 1]]
+    pd.testing.assert_frame_equal(_round_trip(shuffled), shuffled)
+    indexed = shuffled.set_index("y")
+    pd.testing.assert_frame_equal(_round_trip(indexed), indexed)
+
+
+def test_object_columns_are_recorded_in_the_schema_not_in_a_column_list() -> None:
+    import io
+
+    import pyarrow.parquet as pq
+
+    data = frame_to_parquet(pd.DataFrame({"seed": pd.Series([2**63], dtype=object)}))
+    metadata = pq.read_schema(io.BytesIO(data)).metadata
+    assert b'"seed"' in metadata[OBJECT_COLUMNS_KEY]
+
+
+def test_a_column_parquet_cannot_hold_says_so() -> None:
+    frame = pd.DataFrame({"mixed": pd.Series(["x", 1.5], dtype=object)})
+    with pytest.raises(TypeError, match="one type per column"):
+        frame_to_parquet(frame)
+
+
+_SEEDS = st.one_of(st.none(), st.integers(min_value=-(2**70), max_value=2**70))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seeds=st.lists(_SEEDS, min_size=1, max_size=8),
+    names=st.lists(st.text(max_size=6), min_size=1, max_size=8),
+    values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=8),
+)
+def test_property_seeds_names_and_floats_round_trip(
+    seeds: list[int | None], names: list[str], values: list[float]
+) -> None:
+    n = min(len(seeds), len(names), len(values))
+    frame = pd.DataFrame(
+        {
+            "seed": pd.Series(seeds[:n], dtype=object),
+            "model": pd.Series(names[:n], dtype=object),
+            "value": np.array(values[:n], dtype=float),
+        }
+    )
+    back = _round_trip(frame)
+    pd.testing.assert_frame_equal(back, frame)
+    assert back["seed"].tolist() == seeds[:n]
+
+
+def test_the_io_manager_stores_one_file_per_partition_under_a_file_url(tmp_path) -> None:
+    datasets = dg.StaticPartitionsDefinition(["d1", "d2"])
+
+    @dg.asset(partitions_def=datasets)
+    def per_dataset(context: dg.AssetExecutionContext) -> pd.DataFrame:
+        return pd.DataFrame(
+            {"dataset": [context.partition_key], "seed": pd.Series([2**64 - 1], dtype=object)}
+        )
+
+    @dg.asset
+    def combined(per_dataset: dict[str, pd.DataFrame]) -> pd.DataFrame:
+        return pd.concat([per_dataset[key] for key in sorted(per_dataset)], ignore_index=True)
+
+    manager = ParquetFrameIOManager(base_path=UPath(tmp_path.as_uri()))
+    resources = {"io_manager": manager}
+    for key in ("d1", "d2"):
+        assert dg.materialize([per_dataset], partition_key=key, resources=resources).success
+    result = dg.materialize([per_dataset, combined], selection=[combined], resources=resources)
+    assert result.success
+    assert (tmp_path / "per_dataset" / "d1.parquet").is_file()
+    stored = frame_from_parquet((tmp_path / "combined.parquet").read_bytes())
+    assert stored["dataset"].tolist() == ["d1", "d2"]
+    assert stored["seed"].tolist() == [2**64 - 1, 2**64 - 1]
+    assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
+
+
+def test_stored_per_dataset_paired_differences_combine_into_the_clean_flip_grid() -> None:
+    from deepecgkit.analysis.ranking import (
+        all_flip_tests,
+        flip_tests_from_differences,
+        paired_differences,
+    )
+    from tests.analysis.test_paired_differences import corpus
+
+    runs = corpus(11)
+    stored = [
+        frame_from_parquet(frame_to_parquet(paired_differences(runs[runs["dataset"] == name])))
+        for name in sorted(runs["dataset"].unique())
+    ]
+    combined = flip_tests_from_differences(pd.concat(stored, ignore_index=True))
+    pd.testing.assert_frame_equal(combined, all_flip_tests(runs), check_exact=True)
