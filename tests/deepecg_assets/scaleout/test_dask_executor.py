@@ -17,6 +17,8 @@ import pytest
 
 from deepecg_assets.distributed import DASK_SCHEDULER_ENV
 
+#: They start servers and build the corpus more than once (tens of seconds).
+pytestmark = pytest.mark.slow
 #: Seconds the distributed build may take before the test gives up on it.
 BUILD_TIMEOUT_SECONDS = 300
 

@@ -24,6 +24,8 @@ import pytest
 from deepecg_assets.definitions import defs
 from deepecg_assets.sensors import SENSOR_INTERVAL_ENV
 
+#: They start servers and build the corpus more than once (tens of seconds).
+pytestmark = pytest.mark.slow
 #: The tag the sensor puts on every run it requests (its run-state digest).
 RUN_STATE_TAG = "deepecg/run_state"
 #: Run statuses that mean the run is over, and those that mean it went wrong.
