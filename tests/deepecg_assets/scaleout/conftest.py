@@ -11,9 +11,9 @@ models on two datasets, three seeds) without their checkpoints and prediction
 files. The deployment machinery does not care what a step computes, and a
 full build of the bundled corpus trains linear probes on every checkpoint
 and draws a reliability diagram per run: minutes of CPU, where this subset
-builds every asset (the report and the transfer matrix record what they
-left out) in seconds. Those two assets' numbers are tested in their own
-modules.
+builds every asset in seconds (the report records the runs without
+predictions, the transfer matrix the recorded checkpoints it cannot load).
+Those two assets' numbers are tested in their own modules.
 """
 
 from __future__ import annotations
@@ -73,15 +73,17 @@ def server_env(**extra: str) -> dict[str, str]:
 
 
 def stop_process_group(process: subprocess.Popen) -> None:
-    """SIGTERM the process and its children (a session of their own), SIGKILL what remains."""
+    """SIGTERM the server, then SIGKILL whatever is left of its process group.
+
+    The server was started in a session of its own, so its group holds every
+    child it spawned (the daemon's code server and run workers, the Dask
+    nanny's workers). Only the server gets SIGTERM, so that it shuts its
+    children down in order; the SIGKILL of the group catches what outlived it.
+    """
     if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=SERVER_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            pass
-        except ProcessLookupError:
-            return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)  # children that outlived their parent
     process.wait()
