@@ -149,7 +149,9 @@ def main() -> None:
             processes=True,
             host=LOOPBACK,
             scheduler_port=port,
-            dashboard_address=None,
+            # Every HTTP server (health, metrics) on loopback as well.
+            scheduler_kwargs={"dashboard": False, "dashboard_address": f"{LOOPBACK}:0"},
+            worker_dashboard_address=f"{LOOPBACK}:0",
             preload=["deepecg_assets.distributed"],
         ):
             distributed = _build_and_refresh(

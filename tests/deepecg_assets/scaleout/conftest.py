@@ -89,6 +89,22 @@ def stop_process_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
+def assert_loopback_only(pid: int) -> None:
+    """Every TCP socket that process ``pid`` or its descendants listen on is on 127.0.0.1."""
+    import psutil
+
+    root = psutil.Process(pid)
+    listening = [
+        (process.pid, connection.laddr)
+        for process in (root, *root.children(recursive=True))
+        for connection in process.net_connections(kind="inet")
+        if connection.status == psutil.CONN_LISTEN
+    ]
+    assert listening, f"process {pid} listens on nothing"
+    elsewhere = [(owner, address) for owner, address in listening if address.ip != LOOPBACK]
+    assert not elsewhere, f"servers listening beyond {LOOPBACK}: {elsewhere}"
+
+
 def log_tail(path: Path, characters: int = 4000) -> str:
     """The end of a server's log, for a failure message."""
     try:
@@ -292,6 +308,8 @@ def postgres_server(as_unprivileged: Callable[..., Any]) -> Iterator[PostgresSer
     except subprocess.CalledProcessError as exc:
         raise AssertionError(f"{exc.cmd[0]} failed: {exc.stderr}") from None
     try:
+        postmaster = int((folder / "data" / "postmaster.pid").read_text().split()[0])
+        assert_loopback_only(postmaster)
         connection = server.connect("postgres")
         try:
             with connection.cursor() as cursor:  # autocommit: CREATE DATABASE takes no transaction
@@ -339,9 +357,12 @@ def dask_cluster(tmp_path: Path, dask_cluster_env: dict[str, str]) -> Iterator[D
     logs = tmp_path / "dask"
     logs.mkdir()
     scheduler_cmd = [venv_command("dask"), "scheduler", "--host", LOOPBACK]
-    scheduler_cmd += ["--port", address.rsplit(":", 1)[1], "--no-dashboard"]
+    # --no-dashboard leaves each process's HTTP server (health, metrics) on every interface
+    # unless --dashboard-address says otherwise.
+    http = ["--no-dashboard", "--dashboard-address", f"{LOOPBACK}:0"]
+    scheduler_cmd += ["--port", address.rsplit(":", 1)[1], *http]
     worker_cmd = [venv_command("dask"), "worker", address, "--nworkers", str(DASK_WORKERS)]
-    worker_cmd += ["--nthreads", "1", "--host", LOOPBACK, "--no-dashboard"]
+    worker_cmd += ["--nthreads", "1", "--host", LOOPBACK, *http]
     worker_cmd += ["--local-directory", str(logs / "workspace")]
     worker_cmd += ["--preload", "deepecg_assets.distributed"]
     processes: list[subprocess.Popen] = []
@@ -366,6 +387,8 @@ def dask_cluster(tmp_path: Path, dask_cluster_env: dict[str, str]) -> Iterator[D
                     "the Dask workers did not register:\n" + log_tail(logs / "workers.log")
                 ) from None
             pids = frozenset(client.run(os.getpid).values())
+        for process in processes:
+            assert_loopback_only(process.pid)
         yield DaskCluster(address=address, worker_pids=pids)
     finally:
         for process in reversed(processes):
