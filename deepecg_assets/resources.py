@@ -7,7 +7,8 @@ Locations come from the environment through Dagster's :class:`~dagster.EnvVar`
 variable               default                        meaning
 =====================  =============================  ====================================
 ``DEEPECG_RUNS``       the bundled example corpus     run roots separated by ``os.pathsep``
-``DEEPECG_OUTPUT``     ``./deepecg_output``           frames, tables and figures
+``DEEPECG_OUTPUT``     ``./deepecg_output``           frames, tables and figures (a path
+                                                     or a ``file://`` URL)
 ``DEEPECG_RECURSIVE``  ``1``                          search roots at any depth
 =====================  =============================  ====================================
 
@@ -19,6 +20,7 @@ default resources of the code location are built in ``definitions.py``.
 
 import os
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import dagster as dg
 import pandas as pd
@@ -49,6 +51,34 @@ DEFAULT_OUTPUT = "deepecg_output"
 BUNDLED_CORPUS = Path(__file__).resolve().parent / "example_corpus"
 #: Values of ``DEEPECG_RECURSIVE`` that mean "no".
 _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+#: The one URL scheme an output folder may be given as (shared storage mounted on every worker).
+FILE_URL_SCHEME = "file"
+
+
+def local_folder(text: str) -> Path:
+    """The folder that ``text`` names: a path, or a ``file://`` URL of a local or mounted one.
+
+    A distributed deployment names its shared storage by URL
+    (``file:///shared/deepecg_output``), the form object-storage base paths
+    take too; the frames are plain files, so only ``file://`` is accepted.
+
+    Raises:
+        ValueError: another scheme (``s3://...``), or a ``file://`` URL naming a host.
+    """
+    if "://" not in text:
+        return Path(text).expanduser()
+    parts = urlsplit(text)
+    if parts.scheme != FILE_URL_SCHEME:
+        raise ValueError(
+            f"output folder {text!r}: {parts.scheme}:// is not supported; give a folder "
+            f"path or a {FILE_URL_SCHEME}:// URL of storage that every worker mounts"
+        )
+    if parts.netloc not in ("", "localhost"):
+        raise ValueError(
+            f"output folder {text!r} names host {parts.netloc!r}; mount the share and give "
+            f"{FILE_URL_SCHEME}:///<mount point>/... (three slashes) instead"
+        )
+    return Path(unquote(parts.path))
 
 
 class RunRootError(ValueError):
@@ -131,7 +161,7 @@ class OutputFolderResource(dg.ConfigurableResource):
 
     def root(self) -> Path:
         text = self.path if self.path is not None else dg.EnvVar(OUTPUT_ENV).get_value()
-        return Path(text or DEFAULT_OUTPUT).expanduser()
+        return local_folder(text or DEFAULT_OUTPUT)
 
     def frames_dir(self) -> Path:
         return self.root() / "frames"

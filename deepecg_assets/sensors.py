@@ -17,6 +17,8 @@ never launches the same work twice, while a tree that returns to an earlier
 state (a run deleted and written again) is still refreshed.
 """
 
+import os
+
 import dagster as dg
 
 from deepecg_assets.resources import OutputFolderResource, RunRootError, RunRootsResource
@@ -26,14 +28,34 @@ from deepecgkit.rundir.cache import RunCache, scan_tree_state
 EAGER = dg.AutomationCondition.eager()
 #: Everything that depends on the run roots.
 REFRESH_SELECTION = dg.AssetSelection.assets("discovered_runs").downstream()
-#: Seconds between ticks.
+#: Seconds between ticks, unless ``DEEPECG_SENSOR_INTERVAL`` says otherwise.
 SENSOR_INTERVAL_SECONDS = 60
+#: Environment variable overriding the interval; read when the code location loads,
+#: because the interval is part of the sensor's definition.
+SENSOR_INTERVAL_ENV = "DEEPECG_SENSOR_INTERVAL"
+
+
+def sensor_interval_seconds() -> int:
+    """``$DEEPECG_SENSOR_INTERVAL`` as a positive whole number of seconds, else the default.
+
+    Raises:
+        ValueError: the variable is set to something other than a positive integer.
+    """
+    text = os.environ.get(SENSOR_INTERVAL_ENV, "").strip()
+    if not text:
+        return SENSOR_INTERVAL_SECONDS
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(
+            f"{SENSOR_INTERVAL_ENV}={text!r}: give the seconds between sensor ticks "
+            f"as a positive whole number (default {SENSOR_INTERVAL_SECONDS})"
+        )
+    return int(text)
 
 
 @dg.sensor(
     name="new_runs_sensor",
     target=REFRESH_SELECTION,
-    minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+    minimum_interval_seconds=sensor_interval_seconds(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Watches the run roots ($DEEPECG_RUNS) every minute: the path, modification time and "

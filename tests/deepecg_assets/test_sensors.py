@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 
 from deepecg_assets.definitions import defs
 from deepecg_assets.resources import OutputFolderResource, RunRootsResource
-from deepecg_assets.sensors import new_runs_sensor
+from deepecg_assets.sensors import (
+    SENSOR_INTERVAL_ENV,
+    SENSOR_INTERVAL_SECONDS,
+    new_runs_sensor,
+    sensor_interval_seconds,
+)
 from deepecgkit.rundir.write import write_run_directory
 
 
@@ -146,3 +152,14 @@ def test_eager_automation_fires_for_first_build_and_refresh(platform) -> None:
     _, refresh = _settle(platform, cursor)
     assert refresh == downstream
     assert "cnn_afib_seed13" in (platform.output / "frames" / "run_metrics.csv").read_text()
+
+
+def test_sensor_interval_comes_from_the_environment(monkeypatch) -> None:
+    monkeypatch.delenv(SENSOR_INTERVAL_ENV, raising=False)
+    assert sensor_interval_seconds() == SENSOR_INTERVAL_SECONDS
+    monkeypatch.setenv(SENSOR_INTERVAL_ENV, " 5 ")
+    assert sensor_interval_seconds() == 5
+    for bad in ("0", "-3", "1.5", "soon"):
+        monkeypatch.setenv(SENSOR_INTERVAL_ENV, bad)
+        with pytest.raises(ValueError, match="positive whole number"):
+            sensor_interval_seconds()
