@@ -43,7 +43,7 @@ LOOPBACK = "127.0.0.1"
 
 
 def _ensure_corpus(root: Path, models: int, datasets: int, seeds: int) -> int:
-    from deepecgkit.analysis.synthetic import CorpusSpec, generate_corpus
+    from deepecgkit.rundir.synthetic import CorpusSpec, generate_corpus
 
     expected = models * datasets * seeds
     existing = sum(1 for _ in os.scandir(root)) if root.is_dir() else 0
@@ -116,7 +116,7 @@ def main() -> None:
     from distributed import LocalCluster
 
     from deepecg_assets.distributed import DASK_SCHEDULER_ENV
-    from deepecgkit.analysis.synthetic import write_run_directory
+    from deepecgkit.rundir.write import write_run_directory
 
     with tempfile.TemporaryDirectory() as scratch_text:
         scratch = Path(scratch_text)
