@@ -101,11 +101,16 @@ def test_statistical_report_shows_the_first_runs_reliability_diagram(prediction_
     job = defs.resolve_implicit_global_asset_job_def()
     result = job.execute_in_process(
         instance=prediction_platform.instance,
-        asset_selection=[dg.AssetKey("statistical_report")],
+        asset_selection=[dg.AssetKey("discovered_runs"), dg.AssetKey("statistical_report")],
         run_config={"ops": {"statistical_report": {"config": {"n_resamples": 20}}}},
     )
     assert result.success
-    metadata = result.get_asset_materialization_events()[0].materialization.metadata
+    (event,) = [
+        event
+        for event in result.get_asset_materialization_events()
+        if event.asset_key == dg.AssetKey("statistical_report")
+    ]
+    metadata = event.materialization.metadata
     report = prediction_platform.output / "report"
     manifest = json.loads((report / "manifest.json").read_text())
     first = min(e["run_id"] for e in manifest["figures"])
