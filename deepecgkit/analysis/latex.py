@@ -442,13 +442,24 @@ def _interval_cell(
     Differences always carry an explicit sign, because the sign is the finding.
     The interval is left out unless both bounds are finite.
     """
+    return _point_and_bounds(mean, lower, upper, spec=f"+.{precision}f", marker=marker, small=True)
+
+
+def _point_and_bounds(
+    mean: Any, lower: Any, upper: Any, *, spec: str, marker: str = "", small: bool
+) -> str:
+    """``$point$ $[low, high]$`` in the format ``spec``; the bounds only when both are finite.
+
+    ``small`` sets the bounds in ``\\scriptsize``; a missing point is :data:`MISSING_CELL`.
+    """
     point = _finite_float(mean)
     if point is None:
         return MISSING_CELL
-    cell = f"${point:+.{precision}f}{marker}$"
+    cell = f"${point:{spec}}{marker}$"
     low, high = _finite_float(lower), _finite_float(upper)
     if low is not None and high is not None:
-        cell += rf" {{\scriptsize $[{low:+.{precision}f}, {high:+.{precision}f}]$}}"
+        bounds = f"$[{low:{spec}}, {high:{spec}}]$"
+        cell += rf" {{\scriptsize {bounds}}}" if small else f" {bounds}"
     return cell
 
 
@@ -924,14 +935,7 @@ def _mean_sd_cell(mean: Any, std: Any) -> str:
 
 
 def _tau_cell(mean: Any, low: Any, high: Any) -> str:
-    point = _finite_float(mean)
-    if point is None:
-        return MISSING_CELL
-    cell = f"${point:.{_TAU_DIGITS}f}$"
-    low_value, high_value = _finite_float(low), _finite_float(high)
-    if low_value is not None and high_value is not None:
-        cell += f" $[{low_value:.{_TAU_DIGITS}f}, {high_value:.{_TAU_DIGITS}f}]$"
-    return cell
+    return _point_and_bounds(mean, low, high, spec=f".{_TAU_DIGITS}f", small=False)
 
 
 def _tau_interval_cell(row: Mapping[str, Any]) -> tuple[str, bool]:

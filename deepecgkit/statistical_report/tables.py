@@ -40,6 +40,7 @@ from deepecgkit.analysis.compare.batch_metrics import (
 )
 from deepecgkit.analysis.compare.bootstrap import (
     METRIC_REFUSALS,
+    GroupDraws,
     difference_from_grouped,
     draw_for,
     interval_from_grouped,
@@ -324,19 +325,29 @@ def _curve_rows(
     return rows
 
 
-def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
-    """Group-level intervals, both levels' point values and the reliability table of one run."""
-    data = _validated(run)
-    identity = {"run_id": run.run_id, "model": run.model, "dataset": run.dataset, "seed": run.seed}
-    metrics = _report_metrics(data.n_classes, settings.bins)
-    draws = draw_for(
-        aggregate_groups(data.y_true, (data.prob,), data.group_id),
+def _report_draws(
+    y_true: np.ndarray,
+    probs: tuple[np.ndarray, ...],
+    group_id: np.ndarray,
+    settings: ReportSettings,
+) -> GroupDraws:
+    """Stratified group draws at the report's minima (overall and per class)."""
+    return draw_for(
+        aggregate_groups(y_true, probs, group_id),
         settings.n_resamples,
         settings.seed,
         stratify=True,
         min_groups=MIN_BOOTSTRAP_GROUPS,
         min_groups_per_class=MIN_BOOTSTRAP_GROUPS_PER_CLASS,
     )
+
+
+def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
+    """Group-level intervals, both levels' point values and the reliability table of one run."""
+    data = _validated(run)
+    identity = {"run_id": run.run_id, "model": run.model, "dataset": run.dataset, "seed": run.seed}
+    metrics = _report_metrics(data.n_classes, settings.bins)
+    draws = _report_draws(data.y_true, (data.prob,), data.group_id, settings)
     grouped = draws.grouped
     scores = RunScores(
         n_groups=grouped.n_groups,
@@ -484,13 +495,8 @@ def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSetti
     if order is None:
         return PairOutcome(reason=reason, detail=detail)
     candidate_prob = cand_data.prob[order]
-    draws = draw_for(
-        aggregate_groups(ref_data.y_true, (candidate_prob, ref_data.prob), ref_data.group_id),
-        settings.n_resamples,
-        settings.seed,
-        stratify=True,
-        min_groups=MIN_BOOTSTRAP_GROUPS,
-        min_groups_per_class=MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+    draws = _report_draws(
+        ref_data.y_true, (candidate_prob, ref_data.prob), ref_data.group_id, settings
     )
     grouped = draws.grouped
     base = {

@@ -44,6 +44,16 @@ def write_prediction_runs(root: Path) -> None:
     write_failed_run_report(root / "lstm_afib_seed0", "lstm", "afib", error="RuntimeError: boom")
 
 
+def _materialization(result: dg.ExecuteInProcessResult, asset: str):
+    """The one materialisation event of ``asset`` in ``result``."""
+    (event,) = [
+        event
+        for event in result.get_asset_materialization_events()
+        if event.asset_key == dg.AssetKey(asset)
+    ]
+    return event
+
+
 @pytest.fixture
 def prediction_platform(platform):
     for child in sorted(platform.runs.iterdir()):
@@ -64,21 +74,13 @@ def test_statistical_report_asset(prediction_platform) -> None:
         run_config=config,
     )
     assert result.success
-    (event,) = [
-        event
-        for event in result.get_asset_materialization_events()
-        if event.asset_key == dg.AssetKey("statistical_report")
-    ]
+    event = _materialization(result, "statistical_report")
     metadata = event.materialization.metadata
     assert metadata["included_runs"].value == 4
     # The failed run is set aside once, by discovery (its diagnostics and health
     # check name it); the report is given only the runs discovery kept.
     assert metadata["exclusion_reasons"].value == {}
-    (discovered,) = [
-        event
-        for event in result.get_asset_materialization_events()
-        if event.asset_key == dg.AssetKey("discovered_runs")
-    ]
+    discovered = _materialization(result, "discovered_runs")
     assert discovered.materialization.metadata["failed_count"].value == 1
     (check,) = [
         evaluation
@@ -105,11 +107,7 @@ def test_statistical_report_shows_the_first_runs_reliability_diagram(prediction_
         run_config={"ops": {"statistical_report": {"config": {"n_resamples": 20}}}},
     )
     assert result.success
-    (event,) = [
-        event
-        for event in result.get_asset_materialization_events()
-        if event.asset_key == dg.AssetKey("statistical_report")
-    ]
+    event = _materialization(result, "statistical_report")
     metadata = event.materialization.metadata
     report = prediction_platform.output / "report"
     manifest = json.loads((report / "manifest.json").read_text())
