@@ -14,12 +14,10 @@ once. Preprocessing is the same as for every other dataset (see
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from deepecgkit.datasets.base import BaseECGDataset, LoadedWindows
 from deepecgkit.datasets.errors import DatasetFormatError
@@ -92,33 +90,18 @@ class SyntheticECGDataset(BaseECGDataset):
     def __init__(
         self,
         data_dir: str | Path | None = None,
-        sampling_rate: float | None = None,
-        leads: list[str] | tuple[str, ...] | None = None,
-        segment_seconds: float | None = None,
-        download: bool = False,
-        force_download: bool = False,
-        verbose: bool = False,
-        transform: Callable[[torch.Tensor], Any] | None = None,
-        target_transform: Callable[[torch.Tensor], Any] | None = None,
-        *,
+        *base_args: Any,
         n_patients: int | None = None,
         records_per_patient: int | None = None,
         data_seed: int = 0,
+        **base_options: Any,
     ) -> None:
+        # data_dir and the base options (sampling_rate, leads, ...) are
+        # BaseECGDataset's, passed through unchanged.
         self.n_patients = n_patients
         self.records_per_patient = records_per_patient
         self.data_seed = int(data_seed)
-        super().__init__(
-            data_dir,
-            sampling_rate=sampling_rate,
-            leads=leads,
-            segment_seconds=segment_seconds,
-            download=download,
-            force_download=force_download,
-            verbose=verbose,
-            transform=transform,
-            target_transform=target_transform,
-        )
+        super().__init__(data_dir, *base_args, **base_options)
 
     def _load(self) -> LoadedWindows:
         spec = SYNTHETIC_SPECS[self.name]
