@@ -42,12 +42,22 @@ MIN_PARAMETERS = 3
 MAX_DATA_PARAMETERS = 3
 #: Decorators whose functions Dagster calls with parameters by name.
 DAGSTER_DECORATORS = frozenset(
-    {"asset", "multi_asset", "asset_check", "multi_asset_check", "op", "graph", "sensor", "schedule"}
+    {
+        "asset",
+        "multi_asset",
+        "asset_check",
+        "multi_asset_check",
+        "op",
+        "graph",
+        "sensor",
+        "schedule",
+    }
 )
+_LABELS_PROBS_GROUPS = "labels, probabilities and their groups"
 #: Qualified name -> why every parameter is data (no option to put after ``*``).
 ALL_DATA: dict[str, str] = {
-    "deepecgkit.analysis.compare.groups.validate_predictions": "labels, probabilities and their groups",
-    "deepecgkit.analysis.compare.groups.aggregate_groups": "labels, probabilities and their groups",
+    "deepecgkit.analysis.compare.groups.validate_predictions": _LABELS_PROBS_GROUPS,
+    "deepecgkit.analysis.compare.groups.aggregate_groups": _LABELS_PROBS_GROUPS,
     "deepecgkit.analysis.compare.information.information_of": (
         "the metric whose information is measured, on labels and probabilities"
     ),
@@ -58,14 +68,22 @@ WIDER_DATA: dict[str, tuple[int, str]] = {
         4,
         "labels, the two models' probabilities and the groups",
     ),
-    "deepecgkit.analysis.ranking.paired_difference": (4, "runs and the contrast: two models, one dataset"),
+    "deepecgkit.analysis.ranking.paired_difference": (
+        4,
+        "runs and the contrast: two models, one dataset",
+    ),
     "deepecgkit.analysis.ranking.flip_test": (5, "runs and the contrast: two models, two datasets"),
-    "deepecgkit.analysis.ranking.evaluate_rank_claim": (4, "runs and the claim: one model, two datasets"),
+    "deepecgkit.analysis.ranking.evaluate_rank_claim": (
+        4,
+        "runs and the claim: one model, two datasets",
+    ),
     "deepecgkit.training.grid.run_grid": (4, "the grid's three axes and the directory it fills"),
 }
 #: Methods whose signature a framework's base class fixes, with the base.
 FRAMEWORK_SIGNATURES: dict[str, str] = {
-    "deepecg_assets.parquet_frames.ParquetFrameIOManager.dump_to_path": "dagster.UPathIOManager.dump_to_path",
+    "deepecg_assets.parquet_frames.ParquetFrameIOManager.dump_to_path": (
+        "dagster.UPathIOManager.dump_to_path"
+    ),
 }
 #: Entry points called with one argument vector.
 ENTRY_POINTS = frozenset({"deepecgkit.cli.main"})
@@ -102,14 +120,14 @@ def public_functions(root: Path) -> Iterator[tuple[str, ast.arguments, bool]]:
             while stack:
                 node, prefix, in_class = stack.pop()
                 for child in ast.iter_child_nodes(node):
-                    if child_name := getattr(child, "name", ""):
-                        if child_name.startswith("_"):
-                            continue
+                    if getattr(child, "name", "").startswith("_"):
+                        continue
                     if isinstance(child, ast.ClassDef):
                         stack.append((child, f"{prefix}.{child.name}", True))
-                    elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                        if not _is_dagster_function(child):
-                            yield f"{prefix}.{child.name}", child.args, in_class
+                    elif isinstance(
+                        child, ast.FunctionDef | ast.AsyncFunctionDef
+                    ) and not _is_dagster_function(child):
+                        yield f"{prefix}.{child.name}", child.args, in_class
 
 
 def _positional(arguments: ast.arguments, is_method: bool) -> list[str]:
@@ -142,7 +160,9 @@ def violations(root: Path) -> list[str]:
 
 def test_options_are_keyword_only() -> None:
     found = violations(REPOSITORY)
-    assert not found, "options must follow a bare `*` (tests/test_keyword_only.py):\n" + "\n".join(found)
+    assert not found, "options must follow a bare `*` (tests/test_keyword_only.py):\n" + "\n".join(
+        found
+    )
 
 
 def test_listed_exceptions_exist() -> None:

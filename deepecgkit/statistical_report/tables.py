@@ -268,7 +268,7 @@ def _point_values(
     """Every report metric once on all units (interval metrics and collapse flags)."""
     ones = np.ones((1, labels.size))
     values = {
-        name: float(evaluate_metric(metric, labels, prob, ones)[0])
+        name: float(evaluate_metric(metric, labels, prob, weights=ones)[0])
         for name, metric in metrics.items()
     }
     values.update(_collapse_flags(values["max_predicted_class_fraction"]))
@@ -331,8 +331,8 @@ def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
     metrics = _report_metrics(data.n_classes, settings.bins)
     draws = draw_for(
         aggregate_groups(data.y_true, (data.prob,), data.group_id),
-        settings.n_resamples,
-        settings.seed,
+        n_resamples=settings.n_resamples,
+        seed=settings.seed,
         stratify=True,
         min_groups=MIN_BOOTSTRAP_GROUPS,
         min_groups_per_class=MIN_BOOTSTRAP_GROUPS_PER_CLASS,
@@ -472,7 +472,9 @@ def _mcnemar_rows(
     return rows
 
 
-def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSettings) -> PairOutcome:
+def compare_pair(
+    reference: RunInput, candidate: RunInput, *, settings: ReportSettings
+) -> PairOutcome:
     """Paired bootstrap and McNemar rows of ``candidate`` against ``reference``.
 
     The bootstrap is ``cluster_bootstrap_difference(y, prob_candidate,
@@ -486,8 +488,8 @@ def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSetti
     candidate_prob = cand_data.prob[order]
     draws = draw_for(
         aggregate_groups(ref_data.y_true, (candidate_prob, ref_data.prob), ref_data.group_id),
-        settings.n_resamples,
-        settings.seed,
+        n_resamples=settings.n_resamples,
+        seed=settings.seed,
         stratify=True,
         min_groups=MIN_BOOTSTRAP_GROUPS,
         min_groups_per_class=MIN_BOOTSTRAP_GROUPS_PER_CLASS,
