@@ -428,10 +428,10 @@ def _train_and_report(task: _RunTask, state: _RunState) -> float:
     validation = (_report_targets(val.targets, multilabel), val.logits, val.groups)
     row = write_run_report(
         state.run_dir,
+        _report_targets(test.targets, multilabel),
+        test.probabilities,
         model=task.model,
         dataset=task.dataset,
-        y_true=_report_targets(test.targets, multilabel),
-        y_prob=test.probabilities,
         logits=test.logits,
         val=validation if len(val.targets) else None,
         groups=test.groups,

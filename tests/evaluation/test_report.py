@@ -99,10 +99,10 @@ def test_single_label_run_directory(tmp_path, multiclass, draw, rng):
     run = tmp_path / "resnet_af_seed3"
     row = write_run_report(
         run,
+        multiclass.y,
+        multiclass.prob,
         model="resnet",
         dataset="af",
-        y_true=multiclass.y,
-        y_prob=multiclass.prob,
         logits=multiclass.logits,
         val=(val.y, val.logits),
         groups=groups,
@@ -156,10 +156,10 @@ def test_predictions_file_round_trips_exactly(tmp_path, multiclass, draw, rng):
     val = draw.multiclass(rng, 50, 4)
     write_run_report(
         tmp_path / "run",
+        multiclass.y,
+        multiclass.prob,
         model="m",
         dataset="d",
-        y_true=multiclass.y,
-        y_prob=multiclass.prob,
         logits=multiclass.logits,
         val=(val.y, val.logits, np.arange(50) // 5),
         metadata={"seed": 0},
@@ -188,10 +188,10 @@ def test_binary_vector_is_expanded_and_single_logit_kept(tmp_path, binary):
     p = binary.prob[:, 1]
     row = write_run_report(
         tmp_path / "run",
+        binary.y,
+        p,
         model="m",
         dataset="d",
-        y_true=binary.y,
-        y_prob=p,
         logits=binary.logits,
         metadata={"seed": 1},
     )
@@ -208,10 +208,10 @@ def test_binary_vector_is_expanded_and_single_logit_kept(tmp_path, binary):
 def test_multilabel_run_directory(tmp_path, multilabel):
     row = write_run_report(
         tmp_path / "run",
+        multilabel.y,
+        multilabel.prob,
         model="m",
         dataset="d",
-        y_true=multilabel.y,
-        y_prob=multilabel.prob,
         metadata={"seed": 2},
     )
     assert list(row) == list(MULTI_LABEL_COLUMNS)
@@ -230,9 +230,7 @@ def test_calibration_columns_in_the_metrics_file(tmp_path, binary, multilabel, d
     from deepecgkit.evaluation.calibration import calculate_calibration_metrics
 
     run = tmp_path / "binary"
-    row = write_run_report(
-        run, model="m", dataset="d", y_true=binary.y, y_prob=binary.prob, logits=binary.logits
-    )
+    row = write_run_report(run, binary.y, binary.prob, model="m", dataset="d", logits=binary.logits)
     written = pd.read_csv(run / "classification_metrics.csv").iloc[0]
     expected = calculate_calibration_metrics(binary.y, binary.prob)
     for name in ("classwise_ece", "ece_debiased", "classwise_ece_debiased"):
@@ -243,10 +241,10 @@ def test_calibration_columns_in_the_metrics_file(tmp_path, binary, multilabel, d
     val = draw.multilabel(rng, 300, 3, scale=2.0)
     row = write_run_report(
         tmp_path / "multi",
+        multilabel.y,
+        multilabel.prob,
         model="m",
         dataset="d",
-        y_true=multilabel.y,
-        y_prob=multilabel.prob,
         val=(val.y, val.logits),
         metadata={"seed": 1},
     )
@@ -262,20 +260,32 @@ def test_stale_validation_file_is_removed(tmp_path, multiclass, draw, rng):
     run = tmp_path / "run_seed1"
     write_run_report(
         run,
+        multiclass.y,
+        multiclass.prob,
         model="m",
         dataset="d",
-        y_true=multiclass.y,
-        y_prob=multiclass.prob,
         val=(val.y, val.logits),
     )
     assert (run / "val_predictions.csv").exists()
-    write_run_report(run, model="m", dataset="d", y_true=multiclass.y, y_prob=multiclass.prob)
+    write_run_report(
+        run,
+        multiclass.y,
+        multiclass.prob,
+        model="m",
+        dataset="d",
+    )
     assert not (run / "val_predictions.csv").exists()
 
 
 def test_metrics_file_is_written_last(tmp_path, multiclass):
     run = tmp_path / "run_seed1"
-    write_run_report(run, model="m", dataset="d", y_true=multiclass.y, y_prob=multiclass.prob)
+    write_run_report(
+        run,
+        multiclass.y,
+        multiclass.prob,
+        model="m",
+        dataset="d",
+    )
     order = [
         "predictions.csv",
         "split_info.json",
@@ -290,10 +300,10 @@ def test_seed_fallbacks_and_json_safety(tmp_path, multiclass, caplog):
     with caplog.at_level(logging.WARNING):
         write_run_report(
             tmp_path / "noseed",
+            multiclass.y,
+            multiclass.prob,
             model="m",
             dataset="d",
-            y_true=multiclass.y,
-            y_prob=multiclass.prob,
             metadata={"score": np.float32(0.5), "missing": float("nan"), "where": Path("/x")},
         )
     meta = read_json(tmp_path / "noseed" / "run_metadata.json")
@@ -305,10 +315,10 @@ def test_seed_fallbacks_and_json_safety(tmp_path, multiclass, caplog):
     with pytest.raises(TypeError, match="not JSON serialisable"):
         write_run_report(
             tmp_path / "bad",
+            multiclass.y,
+            multiclass.prob,
             model="m",
             dataset="d",
-            y_true=multiclass.y,
-            y_prob=multiclass.prob,
             metadata={"x": object()},
         )
 
@@ -342,10 +352,10 @@ def test_invalid_arguments_write_nothing(tmp_path, multiclass, kwargs, message):
     with pytest.raises(ValueError, match=message):
         write_run_report(
             tmp_path / "run",
+            multiclass.y,
+            multiclass.prob,
             model=model,
             dataset=dataset,
-            y_true=multiclass.y,
-            y_prob=multiclass.prob,
             **arguments,
         )
     assert not (tmp_path / "run").exists()
@@ -355,18 +365,18 @@ def test_invalid_predictions_write_nothing(tmp_path, multiclass, multilabel):
     with pytest.raises(ValueError, match="do not sum to 1"):
         write_run_report(
             tmp_path / "run",
+            multiclass.y,
+            multiclass.prob * 0.9,
             model="m",
             dataset="d",
-            y_true=multiclass.y,
-            y_prob=multiclass.prob * 0.9,
         )
     with pytest.raises(ValueError, match="always macro over labels"):
         write_run_report(
             tmp_path / "run",
+            multilabel.y,
+            multilabel.prob,
             model="m",
             dataset="d",
-            y_true=multilabel.y,
-            y_prob=multilabel.prob,
             average="micro",
         )
     assert not (tmp_path / "run").exists()
@@ -434,10 +444,10 @@ def test_three_shapes_end_to_end(tmp_path, rng, shape):
     for seed in (0, 1):
         row = write_run_report(
             root / f"linear_{shape}_seed{seed}",
+            y[test],
+            probabilities,
             model="linear",
             dataset=shape,
-            y_true=y[test],
-            y_prob=probabilities,
             logits=raw[test],
             val=(y[val], raw[val]),
             metadata={"params": {"width": width}},

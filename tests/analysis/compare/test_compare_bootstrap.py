@@ -207,17 +207,9 @@ def test_worked_p_value_check() -> None:
 
 def test_result_fields_and_interval_definition(predictions) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=30, per_group=2)
+    settings = {"metric": "brier", "n_resamples": 200, "confidence_level": 0.9, "seed": 3, **OPEN}
     result = cluster_bootstrap_difference(
-        y,
-        prob_a,
-        prob_b,
-        groups,
-        metric="brier",
-        n_resamples=200,
-        confidence_level=0.9,
-        seed=3,
-        interval="percentile",
-        **OPEN,
+        y, prob_a, prob_b, groups, interval="percentile", **settings
     )
     assert isinstance(result, BootstrapDifference)
     assert list(vars(result)) == [
@@ -235,17 +227,7 @@ def test_result_fields_and_interval_definition(predictions) -> None:
 
     # The default, expanded percentile interval: the same draws, quantiles at alpha'/2
     # with n the smallest class's group count (30 groups over 3 classes: 10).
-    expanded = cluster_bootstrap_difference(
-        y,
-        prob_a,
-        prob_b,
-        groups,
-        metric="brier",
-        n_resamples=200,
-        confidence_level=0.9,
-        seed=3,
-        **OPEN,
-    )
+    expanded = cluster_bootstrap_difference(y, prob_a, prob_b, groups, **settings)
     np.testing.assert_array_equal(expanded.differences, result.differences)
     tail = expanded_tail_probability(0.9, 10)
     low, high = np.quantile(result.differences, [tail / 2, 1 - tail / 2])
