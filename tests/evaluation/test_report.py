@@ -259,33 +259,16 @@ def test_stale_validation_file_is_removed(tmp_path, multiclass, draw, rng):
     val = draw.multiclass(rng, 50, 4)
     run = tmp_path / "run_seed1"
     write_run_report(
-        run,
-        multiclass.y,
-        multiclass.prob,
-        model="m",
-        dataset="d",
-        val=(val.y, val.logits),
+        run, multiclass.y, multiclass.prob, model="m", dataset="d", val=(val.y, val.logits)
     )
     assert (run / "val_predictions.csv").exists()
-    write_run_report(
-        run,
-        multiclass.y,
-        multiclass.prob,
-        model="m",
-        dataset="d",
-    )
+    write_run_report(run, multiclass.y, multiclass.prob, model="m", dataset="d")
     assert not (run / "val_predictions.csv").exists()
 
 
 def test_metrics_file_is_written_last(tmp_path, multiclass):
     run = tmp_path / "run_seed1"
-    write_run_report(
-        run,
-        multiclass.y,
-        multiclass.prob,
-        model="m",
-        dataset="d",
-    )
+    write_run_report(run, multiclass.y, multiclass.prob, model="m", dataset="d")
     order = [
         "predictions.csv",
         "split_info.json",
@@ -364,20 +347,11 @@ def test_invalid_arguments_write_nothing(tmp_path, multiclass, kwargs, message):
 def test_invalid_predictions_write_nothing(tmp_path, multiclass, multilabel):
     with pytest.raises(ValueError, match="do not sum to 1"):
         write_run_report(
-            tmp_path / "run",
-            multiclass.y,
-            multiclass.prob * 0.9,
-            model="m",
-            dataset="d",
+            tmp_path / "run", multiclass.y, multiclass.prob * 0.9, model="m", dataset="d"
         )
     with pytest.raises(ValueError, match="always macro over labels"):
         write_run_report(
-            tmp_path / "run",
-            multilabel.y,
-            multilabel.prob,
-            model="m",
-            dataset="d",
-            average="micro",
+            tmp_path / "run", multilabel.y, multilabel.prob, model="m", dataset="d", average="micro"
         )
     assert not (tmp_path / "run").exists()
 
