@@ -245,7 +245,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
         f"reconcile_averaging {reconcile:.2f} s"
     )
 
-    grid_seconds, grid = best_of(lambda: all_flip_tests(frame, METRIC), 1)
+    grid_seconds, grid = best_of(lambda: all_flip_tests(frame, metric=METRIC), 1)
     n_tests = len(grid)
     expected = math.comb(args.datasets, 2) * math.comb(args.models, 2)
     assert n_tests == expected, f"{n_tests} flip tests, expected {expected}"

@@ -89,7 +89,9 @@ def _loop_difference(
     """The baseline: same validation, aggregation and draws, one metric call per resample."""
     labels, matrices, group_ids = validate_predictions(y, {"a": prob_a, "b": prob_b}, groups)
     grouped = aggregate_groups(labels, matrices, group_ids)
-    counts = draw_counts(grouped.labels, N_RESAMPLES, SEED, stratify).astype(np.int64)
+    counts = draw_counts(
+        grouped.labels, n_resamples=N_RESAMPLES, seed=SEED, stratify=stratify
+    ).astype(np.int64)
     metric = batch_metric(metric_name)
     units = np.arange(grouped.n_groups)
     unit_row = np.ones((1, grouped.n_groups))
@@ -138,7 +140,7 @@ def issue_case() -> list[str]:
     ours, result = _best_of(
         3,
         lambda: cluster_bootstrap_difference(
-            y, prob_a, prob_b, groups, "accuracy", **ALL_INTERVALS
+            y, prob_a, prob_b, groups, metric="accuracy", **ALL_INTERVALS
         ),
     )
     loop, differences = _best_of(
@@ -152,7 +154,7 @@ def issue_case() -> list[str]:
     ours_flat, _ = _best_of(
         5,
         lambda: cluster_bootstrap_difference(
-            y, prob_a, prob_b, groups, "accuracy", stratify=False, **ALL_INTERVALS
+            y, prob_a, prob_b, groups, metric="accuracy", stratify=False, **ALL_INTERVALS
         ),
     )
     scipy_time, _ = _best_of(5, _scipy_accuracy_difference(y, prob_a, prob_b, groups))
@@ -166,7 +168,7 @@ def issue_case() -> list[str]:
             grouped.probs[0],
             grouped.probs[1],
             grouped.group_ids,
-            "accuracy",
+            metric="accuracy",
             stratify=False,
             **ALL_INTERVALS,
         ),
@@ -191,7 +193,7 @@ def spec_case(n_groups: int) -> list[str]:
         ours, result = _best_of(
             3,
             lambda name=name: cluster_bootstrap_difference(
-                y, prob_a, prob_b, groups, name, **ALL_INTERVALS
+                y, prob_a, prob_b, groups, metric=name, **ALL_INTERVALS
             ),
         )
         loop, differences = _best_of(

@@ -126,7 +126,9 @@ def main() -> int:
     print(f"speed-up generate_report:             {slow / report_time:8.1f} x")
 
     evaluator.evaluate(prob, y)
-    vectorised = bootstrap_metric_values(y, prob, prob, METRICS, evaluator._mode, [index])
+    vectorised = bootstrap_metric_values(
+        y, prob, prob, names=METRICS, mode=evaluator._mode, index_chunks=[index]
+    )
     worst = max(abs(vectorised[name][b] - reference[b][name]) for name in METRICS for b in range(k))
     print(
         f"largest |vectorised - scikit-learn| over {k} resamples x {len(METRICS)} metrics: "

@@ -221,7 +221,9 @@ def _single_intervals(
     if name == "auroc":
         labels, prob = draws.grouped.labels, draws.grouped.probs[0]
         influence = auroc_influence(labels, prob)
-        out["bca"] = expanded_bca_interval(values, estimate, influence, level, n_units=1)
+        out["bca"] = expanded_bca_interval(
+            values, estimate, influence, confidence_level=level, n_units=1
+        )
         out["logit-DeLong"] = logit_delong_interval(
             estimate, influence, labels, draws.n_units, level
         )
@@ -238,13 +240,22 @@ def group_coverage(
     for replicate in range(replicates):
         y, groups, prob_a, prob_b = simulate(rng, scenario, n_pos, n_groups - n_pos)
         grouped = aggregate_groups(y, (_two_columns(prob_a), _two_columns(prob_b)), groups)
-        draws = draw_for(grouped, N_RESAMPLES, replicate, True, 1, min_groups_per_class=1)
+        draws = draw_for(
+            grouped,
+            n_resamples=N_RESAMPLES,
+            seed=replicate,
+            stratify=True,
+            min_groups=1,
+            min_groups_per_class=1,
+        )
         labels, (group_a, group_b) = draws.grouped.labels, draws.grouped.probs
         for name in METRICS:
             metric = batch_metric(name)
-            values_a = evaluate_metric(metric, labels, group_a, draws.weights)
-            values_b = evaluate_metric(metric, labels, group_b, draws.weights)
-            estimate = float(evaluate_metric(metric, labels, group_a, np.ones((1, labels.size)))[0])
+            values_a = evaluate_metric(metric, labels, group_a, weights=draws.weights)
+            values_b = evaluate_metric(metric, labels, group_b, weights=draws.weights)
+            estimate = float(
+                evaluate_metric(metric, labels, group_a, weights=np.ones((1, labels.size)))[0]
+            )
             differences = values_a - values_b
             now = difference_from_grouped(
                 draws, metric, name, n_resamples=N_RESAMPLES, confidence_level=CONFIDENCE_LEVEL,

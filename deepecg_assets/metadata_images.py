@@ -80,7 +80,9 @@ def no_picture(alt: str, reason: str) -> dg.MetadataValue:
     return dg.MetadataValue.md(f"No picture of the {_plain(alt)}: {first}{detail}")
 
 
-def figure_metadata(path: Path | None, alt: str, reason: str = "") -> dict[str, dg.MetadataValue]:
+def figure_metadata(
+    path: Path | None, *, alt: str, reason: str = ""
+) -> dict[str, dg.MetadataValue]:
     """``{FIGURE_KEY: ...}``: the PNG at ``path``, or ``reason`` when there is none."""
     if path is None:
         return {FIGURE_KEY: no_picture(alt, reason)}
@@ -88,7 +90,7 @@ def figure_metadata(path: Path | None, alt: str, reason: str = "") -> dict[str, 
 
 
 def table_picture_metadata(
-    tables: Mapping[str, str], directory: Path, titles: Mapping[str, str]
+    tables: Mapping[str, str], *, directory: Path, titles: Mapping[str, str]
 ) -> dict[str, dg.MetadataValue]:
     """Render each table to ``<directory>/<stem>.png``; one ``image_<stem>`` value each.
 

@@ -171,7 +171,7 @@ def corpus_frames(root: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
 
     records, _ = discover_runs([root], recursive=True)
     reconciled, _ = reconcile_averaging(runs_to_frame(records))
-    return reconciled, aggregate_runs(reconciled), all_flip_tests(reconciled, FLIP_METRIC)
+    return reconciled, aggregate_runs(reconciled), all_flip_tests(reconciled, metric=FLIP_METRIC)
 
 
 def reversal_q_values(flips: pd.DataFrame) -> pd.DataFrame:

@@ -95,9 +95,9 @@ def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.O
     analysis.check_selection(reconciled_runs)
     flips = all_flip_tests(
         reconciled_runs,
-        analysis.metric,
-        analysis.confidence_level,
-        analysis.correction,
+        metric=analysis.metric,
+        confidence_level=analysis.confidence_level,
+        correction=analysis.correction,
         models=analysis.models,
         datasets=analysis.datasets,
         min_test_groups=analysis.min_test_groups,

@@ -40,9 +40,9 @@ def _shown_figure(manifest: dict, out_dir: Path, *, plots: bool) -> dict[str, dg
     )
     if not entries:
         reason = "no run was included" if plots else "plots are off (plots=False)"
-        return figure_metadata(None, RELIABILITY_TITLE, reason)
+        return figure_metadata(None, alt=RELIABILITY_TITLE, reason=reason)
     run_id, relative = entries[0]
-    return figure_metadata(out_dir / relative, f"{RELIABILITY_TITLE} of {run_id}")
+    return figure_metadata(out_dir / relative, alt=f"{RELIABILITY_TITLE} of {run_id}")
 
 
 class ReportConfig(dg.Config):

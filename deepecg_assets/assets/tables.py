@@ -56,7 +56,7 @@ def _written(
     """
     metadata: dict[str, object] = {"files": len(paths), **(extra or {})}
     if paths:
-        metadata |= table_picture_metadata(tables, Path(paths[0]).parent, titles)
+        metadata |= table_picture_metadata(tables, directory=Path(paths[0]).parent, titles=titles)
     for path, stem in zip(paths, sorted(tables), strict=True):
         metadata[f"path_{stem}"] = dg.MetadataValue.path(path)
     first = sorted(tables)[0] if tables else None
@@ -92,9 +92,11 @@ def results_tables(
     paths = write_tables(tables, directory)
     index = {f"{stems[dataset]}.tex": dataset for dataset in datasets}
     atomic_write_text(directory / RESULTS_INDEX, table_index_text(index))
-    stale = remove_stale(directory, f"{RESULTS_PREFIX}*.tex", set(index))
+    stale = remove_stale(directory, pattern=f"{RESULTS_PREFIX}*.tex", current=set(index))
     stale += remove_stale(
-        directory, picture_name(f"{RESULTS_PREFIX}*"), {picture_name(s) for s in tables}
+        directory,
+        pattern=picture_name(f"{RESULTS_PREFIX}*"),
+        current={picture_name(s) for s in tables},
     )
     extra = {
         "index": dg.MetadataValue.path(str(directory / RESULTS_INDEX)),
@@ -104,7 +106,7 @@ def results_tables(
     return _written(paths, tables, titles, extra)
 
 
-def remove_stale(directory: Path, pattern: str, current: set[str]) -> list[str]:
+def remove_stale(directory: Path, *, pattern: str, current: set[str]) -> list[str]:
     """Remove the files matching ``pattern`` in ``directory`` that are not in ``current``.
 
     The tables folder belongs to the platform; a table of a dataset (or an

@@ -194,7 +194,7 @@ def transfer_table(
     tables_dir = output_folder.tables_dir()
     if transfer_matrix.empty:
         # Files of an earlier matrix describe checkpoints that are gone.
-        stale = remove_stale(tables_dir, f"{TRANSFER_TABLE_STEM}*", set())
+        stale = remove_stale(tables_dir, pattern=f"{TRANSFER_TABLE_STEM}*", current=set())
         return dg.MaterializeResult(
             metadata={"skipped": NO_CHECKPOINTS, "removed_stale": dg.MetadataValue.json(stale)}
         )
@@ -237,9 +237,9 @@ def transfer_table(
         for figure, architecture in zip(figures, architectures, strict=True)
     }
     atomic_write_text(tables_dir / TRANSFER_INDEX, table_index_text(index))
-    images = table_picture_metadata(pictures, tables_dir, titles)
+    images = table_picture_metadata(pictures, directory=tables_dir, titles=titles)
     current = {Path(path).name, TRANSFER_INDEX, *index, *map(picture_name, pictures)}
-    stale = remove_stale(tables_dir, f"{TRANSFER_TABLE_STEM}*", current)
+    stale = remove_stale(tables_dir, pattern=f"{TRANSFER_TABLE_STEM}*", current=current)
     metadata: dict[str, object] = {
         "path": dg.MetadataValue.path(path),
         "preview": dg.MetadataValue.md(
@@ -251,5 +251,5 @@ def transfer_table(
     for figure in figures:
         metadata[f"figure_{figure.stem}"] = dg.MetadataValue.path(str(figure))
     metadata |= images
-    metadata |= figure_metadata(figures[0], f"transfer heat map of {architectures[0]}")
+    metadata |= figure_metadata(figures[0], alt=f"transfer heat map of {architectures[0]}")
     return dg.MaterializeResult(metadata=metadata)

@@ -572,7 +572,9 @@ def flips_from_components(
         "p_reversal": np.where(
             untested,
             np.nan,
-            reversal_p_value(first["p_value"], second["p_value"], first["mean"], second["mean"]),
+            reversal_p_value(
+                first["p_value"], second["p_value"], mean_1=first["mean"], mean_2=second["mean"]
+            ),
         ),
         "correction_applied_1": first["correction_applied"],
         "correction_applied_2": second["correction_applied"],

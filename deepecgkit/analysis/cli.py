@@ -464,9 +464,9 @@ def _rank(args: argparse.Namespace, out: Callable[[str], None], warn: Callable) 
     taus = tau_summary(frame, metric, confidence_level=level)
     flips = all_flip_tests(
         frame,
-        metric,
-        level,
-        args.correction,
+        metric=metric,
+        confidence_level=level,
+        correction=args.correction,
         models=args.models,
         datasets=args.datasets,
         fdr_family=args.fdr_family,

@@ -732,6 +732,7 @@ def format_cell(
     mean: float,
     lower: float,
     upper: float,
+    *,
     n: int = 0,
     precision: int = DEFAULT_PRECISION,
 ) -> str:
@@ -871,7 +872,9 @@ def results_table(
             )
             if clipped and _finite_float(entry["n"]) != 1:
                 clipped_metrics.add(metric)
-            row_cells.append(format_cell(entry["mean"], lower, upper, entry["n"], digits))
+            row_cells.append(
+                format_cell(entry["mean"], lower, upper, n=entry["n"], precision=digits)
+            )
             mode = entry.get("averaging")
             if not _is_missing(mode):
                 averaging.add(str(mode))
@@ -967,6 +970,7 @@ def _tau_summary_note(taus: pd.DataFrame | None, confidence_level: float) -> lis
 def rank_distribution_table(
     distribution: pd.DataFrame,
     taus: pd.DataFrame | None = None,
+    *,
     label: str = "tab:rank_distribution",
     metric: str = "f1",
     confidence_level: float = CONFIDENCE_LEVEL,

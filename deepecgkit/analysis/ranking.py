@@ -536,7 +536,13 @@ def _paired_difference(
     n_train = _mean_optional(contributing, "n_train")
     n_test = _mean_optional(contributing, "n_test")
     n_test_groups = _mean_optional(contributing, "n_test_groups")
-    summary = paired_summary(a_values - b_values, confidence_level, correction, n_train, n_test)
+    summary = paired_summary(
+        a_values - b_values,
+        confidence_level=confidence_level,
+        correction=correction,
+        n_train=n_train,
+        n_test=n_test,
+    )
     floor = collapse_gap_floor(metric)
     bimodal = (is_bimodal(a_values, min_gap=floor), is_bimodal(b_values, min_gap=floor))
     enough_groups = not (n_test_groups is not None and n_test_groups < min_test_groups)
@@ -658,7 +664,9 @@ def _flip_from_components(
         "reason": reason,
         "p_reversal": _NAN
         if untested
-        else reversal_p_value(first["p_value"], second["p_value"], first["mean"], second["mean"]),
+        else reversal_p_value(
+            first["p_value"], second["p_value"], mean_1=first["mean"], mean_2=second["mean"]
+        ),
         "correction_applied_1": first["correction_applied"],
         "correction_applied_2": second["correction_applied"],
         "correction_note_1": first["correction_note"],
@@ -855,6 +863,7 @@ def flip_tests_from_differences(
 
 def all_flip_tests(
     runs: pd.DataFrame,
+    *,
     metric: str = DEFAULT_RANK_METRIC,
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
@@ -862,7 +871,6 @@ def all_flip_tests(
     datasets: Sequence[str] | str | None = None,
     min_test_groups: int = MIN_TEST_GROUPS,
     fdr_family: str = FDR_FAMILY_TESTABLE,
-    *,
     fdr_method: str = DEFAULT_FDR_METHOD,
     strict_correction: bool = False,
 ) -> pd.DataFrame:
@@ -942,8 +950,8 @@ def _claimed_direction_p(best: dict[str, Any], worst: dict[str, Any], sign: floa
     """Larger one-sided p of "better on the best dataset" and "worse on the worst dataset"."""
     return float(
         max(
-            one_sided_p_value(best["p_value"], best["mean"], sign),
-            one_sided_p_value(worst["p_value"], worst["mean"], -sign),
+            one_sided_p_value(best["p_value"], best["mean"], direction=sign),
+            one_sided_p_value(worst["p_value"], worst["mean"], direction=-sign),
         )
     )
 

@@ -230,7 +230,7 @@ def summarize_scores(
     return result
 
 
-def nadeau_bengio_factor(n: int, n_train: float | None, n_test: float | None) -> float:
+def nadeau_bengio_factor(n: int, *, n_train: float | None, n_test: float | None) -> float:
     """Multiplier that turns a sample SD of ``n`` per-seed values into a standard error.
 
     When each seed redraws the train/test partition of one corpus, the
@@ -274,7 +274,7 @@ def correction_note(train_known: bool, test_known: bool) -> str:
 
 
 def applied_correction(
-    correction: str, n_train: float | None, n_test: float | None
+    correction: str, *, n_train: float | None, n_test: float | None
 ) -> tuple[str, str]:
     """The standard-error correction actually applied, and why when it differs.
 
@@ -298,6 +298,7 @@ def applied_correction(
 
 def paired_summary(
     differences: Sequence[float],
+    *,
     confidence_level: float = CONFIDENCE_LEVEL,
     correction: str = NADEAU_BENGIO,
     n_train: float | None = None,
@@ -327,7 +328,7 @@ def paired_summary(
     _check_confidence_level(confidence_level)
     finite = _finite(differences)
     n = int(finite.size)
-    applied, note = applied_correction(correction, n_train, n_test)
+    applied, note = applied_correction(correction, n_train=n_train, n_test=n_test)
     result: dict[str, Any] = {
         "mean": _NAN,
         "std": _NAN,
@@ -354,7 +355,7 @@ def paired_summary(
     if std <= ZERO_VARIANCE_TOL:
         return result
     if correction == NADEAU_BENGIO:
-        factor = nadeau_bengio_factor(n, n_train, n_test)
+        factor = nadeau_bengio_factor(n, n_train=n_train, n_test=n_test)
     else:
         factor = 1.0 / math.sqrt(n)
     sem = std * factor
@@ -375,7 +376,7 @@ def paired_summary(
 # --- directional p-values -------------------------------------------------------------------
 
 
-def one_sided_p_value(p_two_sided: Any, mean: Any, direction: Any) -> Any:
+def one_sided_p_value(p_two_sided: Any, mean: Any, *, direction: Any) -> Any:
     """One-sided p-value for "the true mean has the sign of ``direction``".
 
     From a two-sided Student-t p-value ``p`` and the observed mean ``m``:
@@ -399,7 +400,7 @@ def one_sided_p_value(p_two_sided: Any, mean: Any, direction: Any) -> Any:
     return float(result) if result.ndim == 0 else result
 
 
-def reversal_p_value(p_1: Any, p_2: Any, mean_1: Any, mean_2: Any) -> Any:
+def reversal_p_value(p_1: Any, p_2: Any, *, mean_1: Any, mean_2: Any) -> Any:
     """p-value of "the difference reverses sign between two datasets", in either direction.
 
     The intersection-union test (Berger 1982) of a reversal in a given
@@ -424,8 +425,14 @@ def reversal_p_value(p_1: Any, p_2: Any, mean_1: Any, mean_2: Any) -> Any:
         A float for scalar input, else a float64 array; NaN wherever an input
         is NaN.
     """
-    forward = np.maximum(one_sided_p_value(p_1, mean_1, 1.0), one_sided_p_value(p_2, mean_2, -1.0))
-    backward = np.maximum(one_sided_p_value(p_1, mean_1, -1.0), one_sided_p_value(p_2, mean_2, 1.0))
+    forward = np.maximum(
+        one_sided_p_value(p_1, mean_1, direction=1.0),
+        one_sided_p_value(p_2, mean_2, direction=-1.0),
+    )
+    backward = np.maximum(
+        one_sided_p_value(p_1, mean_1, direction=-1.0),
+        one_sided_p_value(p_2, mean_2, direction=1.0),
+    )
     result = np.asarray(np.minimum(forward, backward), dtype=np.float64)
     return float(result) if result.ndim == 0 else result
 

@@ -68,10 +68,10 @@ def _group_strata(
 def split_groups(
     groups: Sequence[Any] | np.ndarray,
     labels: Sequence[Any] | np.ndarray,
+    *,
     val_split: float,
     test_split: float,
     seed: int,
-    *,
     stratify: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split item indices into train/val/test so that no group is split.
@@ -262,7 +262,12 @@ class ECGDataModule:
             dataset.get_labels() if hasattr(dataset, "get_labels") else dataset.labels
         )
         train, val, test = split_groups(
-            groups, labels, self.val_split, self.test_split, self.seed, stratify=self.stratify
+            groups,
+            labels,
+            val_split=self.val_split,
+            test_split=self.test_split,
+            seed=self.seed,
+            stratify=self.stratify,
         )
         self._indices = {SPLIT_TRAIN: train, SPLIT_VAL: val, SPLIT_TEST: test}
         info = self.split_info()

@@ -320,7 +320,7 @@ def _check_spans(path: Path, rows: list[LabelRow]) -> None:
 
 
 def read_record(
-    records_dir: Path, record_id: str, description: DatasetDescription
+    records_dir: Path, record_id: str, *, description: DatasetDescription
 ) -> tuple[np.ndarray, list[str], Path]:
     """Read one record as float64 ``(n_leads, n_samples)`` with its lead names.
 
@@ -491,13 +491,16 @@ class LocalECGDataset(BaseECGDataset):
         groups: list[str] = []
         record_ids: list[str] = []
         for record_id, record_rows in by_record.items():
-            signal, lead_names, path = read_record(records_dir, record_id, description)
+            signal, lead_names, path = read_record(records_dir, record_id, description=description)
             try:
                 indices = select_leads(lead_names, leads, source=str(path))
             except ValueError as exc:
                 raise DatasetFormatError(str(exc)) from exc
             windows = window_signals(
-                signal[indices][np.newaxis], description.sampling_rate, target_rate, window_s
+                signal[indices][np.newaxis],
+                native_rate=description.sampling_rate,
+                target_rate=target_rate,
+                window_s=window_s,
             )
             for row in record_rows:
                 keep = _span_mask(windows.start_s, windows.end_s, row.start_s, row.end_s)

@@ -76,7 +76,7 @@ def resample_ratio(native_rate: float, target_rate: float) -> tuple[int, int]:
     return ratio.numerator, ratio.denominator
 
 
-def resample_signals(x: np.ndarray, native_rate: float, target_rate: float) -> np.ndarray:
+def resample_signals(x: np.ndarray, *, native_rate: float, target_rate: float) -> np.ndarray:
     """Polyphase resampling along the last axis (``scipy.signal.resample_poly``)."""
     if native_rate == target_rate:
         return x
@@ -92,7 +92,7 @@ def zscore(x: np.ndarray) -> np.ndarray:
 
 
 def window_signals(
-    x: np.ndarray, native_rate: float, target_rate: float, window_s: float
+    x: np.ndarray, *, native_rate: float, target_rate: float, window_s: float
 ) -> Windows:
     """Resample, cut into non-overlapping windows and z-score a batch of records.
 
@@ -109,7 +109,7 @@ def window_signals(
     Returns:
         :class:`Windows`, record-major (all windows of record 0 first).
     """
-    resampled = resample_signals(np.asarray(x), native_rate, target_rate)
+    resampled = resample_signals(np.asarray(x), native_rate=native_rate, target_rate=target_rate)
     n_records, n_leads, length = resampled.shape
     width = round(window_s * target_rate)
     if width < 1:

@@ -122,9 +122,9 @@ class SyntheticECGDataset(BaseECGDataset):
         rate = float(self.requested_sampling_rate or SYNTHETIC_SAMPLING_RATE)
         windows = window_signals(
             data.signals,
-            SYNTHETIC_SAMPLING_RATE,
-            rate,
-            float(self.segment_seconds or SYNTHETIC_DURATION_S),
+            native_rate=SYNTHETIC_SAMPLING_RATE,
+            target_rate=rate,
+            window_s=float(self.segment_seconds or SYNTHETIC_DURATION_S),
         )
         index = windows.record_index
         return LoadedWindows(

@@ -73,7 +73,7 @@ def chunk_rows(n_samples: int, chunk_elements: int = BOOTSTRAP_CHUNK_ELEMENTS) -
     return max(1, chunk_elements // max(1, n_samples))
 
 
-def draw_index_chunks(n_samples: int, n_bootstrap: int, rows: int) -> Iterator[np.ndarray]:
+def draw_index_chunks(n_samples: int, *, n_bootstrap: int, rows: int) -> Iterator[np.ndarray]:
     """Draw the ``(n_bootstrap, n_samples)`` index matrix from numpy's global generator.
 
     The legacy generator fills ``np.random.choice(n, size=(B, n))`` in row-major
@@ -97,7 +97,7 @@ def group_positions(groups: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def draw_group_weight_chunks(
-    positions: np.ndarray, n_groups: int, n_bootstrap: int, rows: int
+    positions: np.ndarray, *, n_groups: int, n_bootstrap: int, rows: int
 ) -> Iterator[np.ndarray]:
     """Per-sample multiplicities ``(n, rows)`` of group resamples, in row blocks.
 
@@ -462,10 +462,10 @@ def bootstrap_metric_values(
     targets: np.ndarray,
     predictions: np.ndarray,
     scores: np.ndarray | None,
+    *,
     names: Sequence[str],
     mode: str,
     index_chunks: Iterable[np.ndarray] | None = None,
-    *,
     weight_chunks: Iterable[np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Every requested metric on every resample.

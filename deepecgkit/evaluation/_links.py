@@ -35,7 +35,7 @@ def logits_to_probabilities(z: np.ndarray, multilabel: bool) -> np.ndarray:
     return softmax(z, axis=1)
 
 
-def nll_from_logits(z: np.ndarray, y: np.ndarray, multilabel: bool) -> float:
+def nll_from_logits(z: np.ndarray, y: np.ndarray, *, multilabel: bool) -> float:
     """Mean negative log-likelihood in nats of integer targets ``y`` under logits ``z``.
 
     Stays in log space (``logaddexp`` / ``logsumexp``), so a saturated logit

@@ -78,7 +78,9 @@ def check_not_empty(array: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} has no samples; at least one sample is needed")
 
 
-def check_same_length(array: np.ndarray, name: str, reference: np.ndarray, ref_name: str) -> None:
+def check_same_length(
+    array: np.ndarray, name: str, *, reference: np.ndarray, ref_name: str
+) -> None:
     """V1: raise when the first dimensions of ``array`` and ``reference`` differ."""
     if array.shape[0] != reference.shape[0]:
         raise ValueError(
@@ -98,7 +100,7 @@ def check_finite(array: np.ndarray, name: str) -> None:
         )
 
 
-def paired_arrays(target: Any, other: Any, other_name: str) -> tuple[np.ndarray, np.ndarray]:
+def paired_arrays(target: Any, other: Any, *, other_name: str) -> tuple[np.ndarray, np.ndarray]:
     """``y_true`` and a second per-sample array, numeric, non-empty, aligned and finite.
 
     Args:
@@ -112,7 +114,7 @@ def paired_arrays(target: Any, other: Any, other_name: str) -> tuple[np.ndarray,
     y = as_numeric(target, "y_true")
     values = as_numeric(other, other_name)
     check_not_empty(y, "y_true")
-    check_same_length(values, other_name, y, "y_true")
+    check_same_length(values, other_name, reference=y, ref_name="y_true")
     check_finite(y, "y_true")
     check_finite(values, other_name)
     return y, values
@@ -161,7 +163,7 @@ def check_integer_valued(array: np.ndarray, name: str) -> np.ndarray:
     return array.astype(np.int64)
 
 
-def check_class_labels(y: np.ndarray, name: str, n_columns: int | None = None) -> np.ndarray:
+def check_class_labels(y: np.ndarray, name: str, *, n_columns: int | None = None) -> np.ndarray:
     """V6 (single-label): integer class indices, within ``[0, n_columns)`` when given.
 
     Returns:
@@ -178,7 +180,7 @@ def check_class_labels(y: np.ndarray, name: str, n_columns: int | None = None) -
     return labels
 
 
-def check_multilabel_targets(y: np.ndarray, name: str, n_columns: int) -> np.ndarray:
+def check_multilabel_targets(y: np.ndarray, name: str, *, n_columns: int) -> np.ndarray:
     """V6 (multi-label): a 0/1 matrix with ``n_columns`` columns.
 
     Returns:
@@ -218,7 +220,7 @@ def check_task(task: str | None) -> str | None:
     return task
 
 
-def task_from_shapes(y_true: np.ndarray, y_prob: np.ndarray, task: str | None = None) -> str:
+def task_from_shapes(y_true: np.ndarray, y_prob: np.ndarray, *, task: str | None = None) -> str:
     """Resolve the prediction shape (section 2.1) from explicit ``task`` or the array shapes."""
     if check_task(task) is not None:
         return task
@@ -282,15 +284,15 @@ class ProbabilityInputs(NamedTuple):
 
 
 def validate_probability_inputs(
-    y_true: Any, y_prob: Any, task: str | None = None
+    y_true: Any, y_prob: Any, *, task: str | None = None
 ) -> ProbabilityInputs:
     """Run V1–V7 on a targets/probabilities pair and resolve its task shape.
 
     Raises:
         ValueError: naming the argument and the problem.
     """
-    y, prob = paired_arrays(y_true, y_prob, "y_prob")
-    resolved = task_from_shapes(y, prob, task)
+    y, prob = paired_arrays(y_true, y_prob, other_name="y_prob")
+    resolved = task_from_shapes(y, prob, task=task)
     if resolved == TASK_MULTILABEL:
         y = y.reshape(-1, 1) if y.ndim == 1 else y
         prob = prob.reshape(-1, 1) if prob.ndim == 1 else prob
@@ -299,7 +301,7 @@ def validate_probability_inputs(
                 f"y_prob has {prob.shape[1]} columns but y_true has {y.shape[1]} labels; "
                 "multi-label probabilities need one column per label"
             )
-        targets = check_multilabel_targets(y, "y_true", y.shape[1])
+        targets = check_multilabel_targets(y, "y_true", n_columns=y.shape[1])
         return ProbabilityInputs(targets, check_probability_range(prob, "y_prob"), resolved)
     if is_multilabel_target(y):
         raise ValueError(
@@ -317,11 +319,11 @@ def validate_probability_inputs(
             f"task='binary' needs one or two probability columns, got {matrix.shape[1]}; "
             "use task='multiclass'"
         )
-    labels = check_class_labels(y, "y_true", matrix.shape[1])
+    labels = check_class_labels(y, "y_true", n_columns=matrix.shape[1])
     return ProbabilityInputs(labels, matrix, resolved)
 
 
-def logit_layout_error(name: str, shape: tuple[int, ...], task: str, n_columns: int) -> str:
+def logit_layout_error(name: str, shape: tuple[int, ...], *, task: str, n_columns: int) -> str:
     """Message for logits whose class dimension does not fit the task."""
     expected = (
         f"{n_columns} columns (one per label)"
@@ -332,7 +334,7 @@ def logit_layout_error(name: str, shape: tuple[int, ...], task: str, n_columns: 
 
 
 def validate_logits(
-    logits: Any, name: str, task: str, n_columns: int, n_samples: int | None = None
+    logits: Any, name: str, *, task: str, n_columns: int, n_samples: int | None = None
 ) -> np.ndarray:
     """V1/V3/V7 and the layout rule for logits of a known task.
 
@@ -362,7 +364,7 @@ def validate_logits(
         if single_logit and n_columns > MULTICLASS_THRESHOLD:
             fits = False
     if not fits:
-        raise ValueError(logit_layout_error(name, array.shape, task, n_columns))
+        raise ValueError(logit_layout_error(name, array.shape, task=task, n_columns=n_columns))
     return array
 
 
@@ -375,12 +377,12 @@ def validate_logit_targets(
         int64 labels: 1-D class indices, or a multi-hot matrix matching ``logits``.
     """
     y = as_numeric(y_true, name)
-    check_same_length(y, name, logits, "logits")
+    check_same_length(y, name, reference=logits, ref_name="logits")
     check_finite(y, name)
     if multilabel:
         y = y.reshape(-1, 1) if y.ndim == 1 else y
         width = 1 if logits.ndim == 1 else logits.shape[1]
-        return check_multilabel_targets(y, name, width)
+        return check_multilabel_targets(y, name, n_columns=width)
     y = as_label_vector(y)
     if y.ndim != 1:
         raise ValueError(
@@ -388,4 +390,4 @@ def validate_logit_targets(
             "multi-label targets"
         )
     single_logit = logits.ndim == 1 or logits.shape[1] == 1
-    return check_class_labels(y, name, 2 if single_logit else logits.shape[1])
+    return check_class_labels(y, name, n_columns=2 if single_logit else logits.shape[1])

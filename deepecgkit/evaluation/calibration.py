@@ -135,7 +135,7 @@ class BinTable(NamedTuple):
         return self.accuracy - self.confidence
 
 
-def resolve_task_shape(y_true: np.ndarray, y_prob: np.ndarray, task: str | None = None) -> str:
+def resolve_task_shape(y_true: np.ndarray, y_prob: np.ndarray, *, task: str | None = None) -> str:
     """Return the prediction shape (``TASK_*``) that every calibration step uses.
 
     An explicit ``task`` must be one of the three ``TASK_*`` values and is
@@ -143,7 +143,7 @@ def resolve_task_shape(y_true: np.ndarray, y_prob: np.ndarray, task: str | None 
     multi-label; ``y_prob`` 1-D or with at most two columns is binary; else
     multiclass.
     """
-    return task_from_shapes(as_numeric(y_true, "y_true"), as_numeric(y_prob, "y_prob"), task)
+    return task_from_shapes(as_numeric(y_true, "y_true"), as_numeric(y_prob, "y_prob"), task=task)
 
 
 # --- confidence, correctness and bins ----------------------------------------------------
@@ -299,7 +299,7 @@ def _brier_per_problem(inputs: ProbabilityInputs) -> np.ndarray:
 
 def _nll(inputs: ProbabilityInputs) -> float:
     logits = probabilities_to_logits_unchecked(inputs.y_prob, inputs.task)
-    return nll_from_logits(logits, inputs.y_true, inputs.task == TASK_MULTILABEL)
+    return nll_from_logits(logits, inputs.y_true, multilabel=inputs.task == TASK_MULTILABEL)
 
 
 # --- public metrics ----------------------------------------------------------------------
@@ -308,6 +308,7 @@ def _nll(inputs: ProbabilityInputs) -> float:
 def expected_calibration_error(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     task: str | None = None,
 ) -> float:
@@ -327,13 +328,14 @@ def expected_calibration_error(
         ValueError: input failing V1–V7, or a bad ``n_bins``/``task``.
     """
     bins = check_n_bins(n_bins)
-    inputs = validate_probability_inputs(y_true, y_prob, task)
+    inputs = validate_probability_inputs(y_true, y_prob, task=task)
     return float(np.mean(_per_problem(inputs, _ece, bins, BINNING_UNIFORM)))
 
 
 def adaptive_calibration_error(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     task: str | None = None,
 ) -> float:
@@ -345,16 +347,16 @@ def adaptive_calibration_error(
     ordered, and when they differ a lot the binning explains the number.
     """
     bins = check_n_bins(n_bins)
-    inputs = validate_probability_inputs(y_true, y_prob, task)
+    inputs = validate_probability_inputs(y_true, y_prob, task=task)
     return float(np.mean(_per_problem(inputs, _ece, bins, BINNING_QUANTILE)))
 
 
 def maximum_calibration_error(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     task: str | None = None,
-    *,
     min_bin_count: int = MIN_MCE_BIN_COUNT,
 ) -> float:
     """Largest |accuracy − confidence| over supported equal-width bins (Naeini et al. 2015).
@@ -366,13 +368,14 @@ def maximum_calibration_error(
     """
     bins = check_n_bins(n_bins)
     minimum = _check_min_bin_count(min_bin_count)
-    inputs = validate_probability_inputs(y_true, y_prob, task)
+    inputs = validate_probability_inputs(y_true, y_prob, task=task)
     return _combined_mce(_per_problem(inputs, _mce_statistic(minimum), bins, BINNING_UNIFORM))
 
 
 def classwise_calibration_error(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     task: str | None = None,
 ) -> float:
@@ -389,16 +392,16 @@ def classwise_calibration_error(
         0.4
     """
     bins = check_n_bins(n_bins)
-    inputs = validate_probability_inputs(y_true, y_prob, task)
+    inputs = validate_probability_inputs(y_true, y_prob, task=task)
     return float(np.mean(_per_problem(inputs, _ece, bins, BINNING_UNIFORM, _classwise_problems)))
 
 
 def debiased_calibration_error(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     task: str | None = None,
-    *,
     classwise: bool = False,
 ) -> float:
     """ECE (or class-wise ECE) with the Kumar et al. (2019) small-sample bias correction.
@@ -409,7 +412,7 @@ def debiased_calibration_error(
     slightly below 0 for a well-calibrated model at small n.
     """
     bins = check_n_bins(n_bins)
-    inputs = validate_probability_inputs(y_true, y_prob, task)
+    inputs = validate_probability_inputs(y_true, y_prob, task=task)
     problems = _classwise_problems if classwise else _problems
     return float(np.mean(_per_problem(inputs, _debiased_ece, bins, BINNING_UNIFORM, problems)))
 
@@ -421,7 +424,7 @@ def brier_score(y_true: np.ndarray, y_prob: np.ndarray, *, task: str | None = No
     ``sklearn.metrics.brier_score_loss``). Multi-label: ``mean_k mean_i (P_ik −
     Y_ik)²`` in [0, 1]. Values of the two shapes must not be compared.
     """
-    inputs = validate_probability_inputs(y_true, y_prob, task)
+    inputs = validate_probability_inputs(y_true, y_prob, task=task)
     return float(np.mean(_brier_per_problem(inputs)))
 
 
@@ -448,9 +451,9 @@ def _check_min_bin_count(min_bin_count: Any) -> int:
 def calculate_calibration_metrics(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     task: str | None = None,
-    *,
     min_bin_count: int = MIN_MCE_BIN_COUNT,
 ) -> dict[str, Any]:
     """Every calibration metric in one pass over validated input.
@@ -476,7 +479,7 @@ def calculate_calibration_metrics(
     """
     bins = check_n_bins(n_bins)
     minimum = _check_min_bin_count(min_bin_count)
-    inputs = validate_probability_inputs(y_true, y_prob, task)
+    inputs = validate_probability_inputs(y_true, y_prob, task=task)
     uniform = BINNING_UNIFORM
     per_ece = _guarded("ece", lambda: _per_problem(inputs, _ece, bins, uniform))
     per_mce = _guarded("mce", lambda: _per_problem(inputs, _mce_statistic(minimum), bins, uniform))
@@ -527,10 +530,10 @@ def calculate_calibration_metrics(
 def reliability_bins(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     n_bins: int = DEFAULT_CALIBRATION_BINS,
     strategy: str = BINNING_UNIFORM,
     task: str | None = None,
-    *,
     classwise: bool = False,
 ) -> pd.DataFrame:
     """The per-bin table behind ECE, from which reliability diagrams are drawn.
@@ -556,7 +559,7 @@ def reliability_bins(
     if strategy not in BINNING_STRATEGIES:
         raise ValueError(f"strategy must be one of {list(BINNING_STRATEGIES)}, got {strategy!r}")
     bins = check_n_bins(n_bins)
-    inputs = validate_probability_inputs(y_true, y_prob, task)
+    inputs = validate_probability_inputs(y_true, y_prob, task=task)
     if classwise:
         labelled = list(zip(_scored_classes(inputs), _classwise_problems(inputs), strict=True))
     else:

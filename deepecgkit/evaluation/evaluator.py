@@ -393,7 +393,7 @@ class ECGEvaluator:
             and not is_multilabel_target(targets)
         )
         n_classes = predictions.shape[1] if single_label_matrix else None
-        return resolve_average(targets, self.average, n_classes=n_classes)
+        return resolve_average(targets, average=self.average, n_classes=n_classes)
 
     def _auc_source(self, predictions: np.ndarray, scores: np.ndarray | None) -> np.ndarray:
         """Scores for AUC: given scores, else 2-D predictions (a matrix is its own score)."""
@@ -409,15 +409,17 @@ class ECGEvaluator:
         results: dict[str, float] = {}
         for name in self.metrics:
             if name in REGRESSION_METRICS:
-                results[name] = calculate_regression_metrics(targets, predictions, [name])[name]
+                results[name] = calculate_regression_metrics(targets, predictions, metrics=[name])[
+                    name
+                ]
             elif name == AUC_METRIC:
                 source = self._auc_source(predictions, scores)
                 results[name] = calculate_classification_metrics(
-                    targets, source, [name], average=mode
+                    targets, source, metrics=[name], average=mode
                 )[name]
             else:
                 results[name] = calculate_classification_metrics(
-                    targets, predictions, [name], average=mode
+                    targets, predictions, metrics=[name], average=mode
                 )[name]
         return results
 
@@ -427,6 +429,7 @@ class ECGEvaluator:
         self,
         model: Any = None,
         test_data: Any = None,
+        *,
         return_predictions: bool = False,
         y_scores: np.ndarray | None = None,
     ) -> dict[str, float] | tuple[dict[str, float], np.ndarray]:
@@ -481,16 +484,23 @@ class ECGEvaluator:
                 "recording of each sample) when several samples come from one source",
                 n_samples,
             )
-            chunks = draw_index_chunks(n_samples, n_bootstrap, rows)
+            chunks = draw_index_chunks(n_samples, n_bootstrap=n_bootstrap, rows=rows)
             values = bootstrap_metric_values(
-                targets, predictions, auc_scores, names, self._mode, chunks
+                targets, predictions, auc_scores, names=names, mode=self._mode, index_chunks=chunks
             )
             resampling, n_units = RESAMPLED_SAMPLES, n_samples
         else:
             positions, n_units = group_positions(groups)
-            weights = draw_group_weight_chunks(positions, n_units, n_bootstrap, rows)
+            weights = draw_group_weight_chunks(
+                positions, n_groups=n_units, n_bootstrap=n_bootstrap, rows=rows
+            )
             values = bootstrap_metric_values(
-                targets, predictions, auc_scores, names, self._mode, weight_chunks=weights
+                targets,
+                predictions,
+                auc_scores,
+                names=names,
+                mode=self._mode,
+                weight_chunks=weights,
             )
             resampling = RESAMPLED_GROUPS
         summary: dict[str, dict[str, Any]] = {}
@@ -520,6 +530,7 @@ class ECGEvaluator:
         self,
         model: Any,
         test_data: Any,
+        *,
         n_bootstrap: int = DEFAULT_BOOTSTRAP_RESAMPLES,
         confidence_level: float = CONFIDENCE_LEVEL,
         y_scores: np.ndarray | None = None,

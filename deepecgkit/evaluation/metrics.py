@@ -120,7 +120,9 @@ def _check_average(average: str) -> None:
         raise ValueError(f"average must be one of {list(AVERAGE_MODES)}, got {average!r}")
 
 
-def resolve_average(y_true: np.ndarray, average: str = "auto", n_classes: int | None = None) -> str:
+def resolve_average(
+    y_true: np.ndarray, *, average: str = "auto", n_classes: int | None = None
+) -> str:
     """Return the averaging mode actually applied to precision, recall and F1.
 
     Args:
@@ -145,7 +147,7 @@ def resolve_average(y_true: np.ndarray, average: str = "auto", n_classes: int | 
 
 def _multilabel_inputs(y: np.ndarray, pred: np.ndarray) -> ClassificationInputs:
     n_labels = y.shape[1]
-    targets = check_multilabel_targets(y, "y_true", n_labels)
+    targets = check_multilabel_targets(y, "y_true", n_columns=n_labels)
     if pred.ndim != MATRIX_NDIM or pred.shape[1] != n_labels:
         raise ValueError(
             f"y_pred has shape {pred.shape} but y_true has {n_labels} labels; multi-label "
@@ -155,7 +157,7 @@ def _multilabel_inputs(y: np.ndarray, pred: np.ndarray) -> ClassificationInputs:
         probabilities = check_probability_range(pred, "y_pred")
         labels = (probabilities > BINARY_THRESHOLD).astype(np.int64)
         return ClassificationInputs(targets, labels, probabilities, n_labels, True)
-    labels = check_multilabel_targets(pred, "y_pred", n_labels)
+    labels = check_multilabel_targets(pred, "y_pred", n_columns=n_labels)
     return ClassificationInputs(targets, labels, labels.astype(np.float64), n_labels, True)
 
 
@@ -172,7 +174,7 @@ def _matrix_inputs(y: np.ndarray, pred: np.ndarray) -> ClassificationInputs:
             scores = scores / sums
     else:
         scores = pred.astype(np.float64)
-    labels = check_class_labels(y, "y_true", n_columns)
+    labels = check_class_labels(y, "y_true", n_columns=n_columns)
     return ClassificationInputs(labels, np.argmax(scores, axis=1), scores, n_columns, False)
 
 
@@ -208,7 +210,7 @@ def prepare_classification_inputs(y_true: Any, y_pred: Any) -> ClassificationInp
     argmaxed; a 1-D float in [0, 1] with at most two classes is a
     positive-class probability; any other 1-D input is integer labels.
     """
-    y, pred = paired_arrays(y_true, y_pred, "y_pred")
+    y, pred = paired_arrays(y_true, y_pred, other_name="y_pred")
     if is_multilabel_target(y):
         return _multilabel_inputs(y, pred)
     y = as_label_vector(y)
@@ -323,7 +325,7 @@ def check_classification_names(names: Sequence[str]) -> None:
 
 
 def metrics_from_inputs(
-    inputs: ClassificationInputs, names: Sequence[str], mode: str
+    inputs: ClassificationInputs, *, names: Sequence[str], mode: str
 ) -> dict[str, float]:
     """Every requested metric on already validated inputs, each in its own guard.
 
@@ -363,6 +365,7 @@ def metrics_from_inputs(
 def calculate_classification_metrics(
     y_true: np.ndarray,
     y_pred: np.ndarray,
+    *,
     metrics: list[str] | None = None,
     average: str = "auto",
 ) -> dict[str, float]:
@@ -388,7 +391,8 @@ def calculate_classification_metrics(
         ValueError: unknown metric or average, or input failing V1–V7.
 
     Example:
-        >>> calculate_classification_metrics(np.array([0, 1, 1]), np.array([0, 1, 0]), ["accuracy"])
+        >>> y_true, y_pred = np.array([0, 1, 1]), np.array([0, 1, 0])
+        >>> calculate_classification_metrics(y_true, y_pred, metrics=["accuracy"])
         {'accuracy': 0.6666666666666666}
     """
     _check_average(average)
@@ -398,8 +402,8 @@ def calculate_classification_metrics(
     names = (
         list(metrics) if metrics is not None else default_classification_metrics(inputs.multilabel)
     )
-    mode = resolve_average(inputs.y_true, average, n_classes=inputs.n_classes)
-    return metrics_from_inputs(inputs, names, mode)
+    mode = resolve_average(inputs.y_true, average=average, n_classes=inputs.n_classes)
+    return metrics_from_inputs(inputs, names=names, mode=mode)
 
 
 def prepare_regression_inputs(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -407,7 +411,7 @@ def prepare_regression_inputs(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.
     y = as_numeric(y_true, "y_true").astype(np.float64)
     pred = as_numeric(y_pred, "y_pred").astype(np.float64)
     check_not_empty(y, "y_true")
-    check_same_length(pred, "y_pred", y, "y_true")
+    check_same_length(pred, "y_pred", reference=y, ref_name="y_true")
     check_finite(y, "y_true")
     check_finite(pred, "y_pred")
     if y.ndim != pred.ndim:
@@ -440,7 +444,7 @@ def _regression_value(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
 
 
 def calculate_regression_metrics(
-    y_true: np.ndarray, y_pred: np.ndarray, metrics: list[str] | None = None
+    y_true: np.ndarray, y_pred: np.ndarray, *, metrics: list[str] | None = None
 ) -> dict[str, float]:
     """Regression metrics by scikit-learn; keys keep the caller's spelling.
 
@@ -489,7 +493,7 @@ def confusion_matrix_analysis(y_true: np.ndarray, y_pred: np.ndarray) -> dict[st
     y = as_label_vector(as_numeric(y_true, "y_true"))
     pred = as_label_vector(as_numeric(y_pred, "y_pred"))
     check_not_empty(y, "y_true")
-    check_same_length(pred, "y_pred", y, "y_true")
+    check_same_length(pred, "y_pred", reference=y, ref_name="y_true")
     check_finite(y, "y_true")
     check_finite(pred, "y_pred")
     if y.ndim != 1:

@@ -113,7 +113,7 @@ def _scale(temperature: Any, z: np.ndarray, multilabel: bool) -> float | np.ndar
 
 
 def apply_temperature(
-    logits: np.ndarray, temperature: Temperature, task: str | None = None
+    logits: np.ndarray, temperature: Temperature, *, task: str | None = None
 ) -> np.ndarray:
     """Probabilities of ``logits / temperature`` in the trainer's layout.
 
@@ -139,6 +139,7 @@ def temperature_nll(
     logits: np.ndarray,
     y_true: np.ndarray,
     temperature: Temperature = NEUTRAL_TEMPERATURE,
+    *,
     task: str | None = None,
 ) -> float:
     """Mean negative log-likelihood (nats) of ``y_true`` under ``logits / temperature``.
@@ -153,13 +154,15 @@ def temperature_nll(
     multilabel = _is_multilabel(task, as_numeric(y_true, "y_true"))
     scale = _scale(temperature, z, multilabel)
     y = validate_logit_targets(y_true, z, "y_true", multilabel=multilabel)
-    return nll_from_logits(z / scale, y, multilabel)
+    return nll_from_logits(z / scale, y, multilabel=multilabel)
 
 
 def _search(z: np.ndarray, y: np.ndarray, multilabel: bool, low: float, high: float) -> float:
     """One bounded scalar search of the NLL; warns (stack level of the public caller)."""
     result = minimize_scalar(
-        lambda t: nll_from_logits(z / t, y, multilabel), bounds=(low, high), method="bounded"
+        lambda t: nll_from_logits(z / t, y, multilabel=multilabel),
+        bounds=(low, high),
+        method="bounded",
     )
     fitted = float(result.x)
     if not result.success or not math.isfinite(fitted):
@@ -184,6 +187,7 @@ def _search(z: np.ndarray, y: np.ndarray, multilabel: bool, low: float, high: fl
 def fit_temperature(
     logits: np.ndarray,
     y_true: np.ndarray,
+    *,
     task: str | None = None,
     bounds: tuple[float, float] = DEFAULT_TEMPERATURE_BOUNDS,
 ) -> Temperature:
@@ -277,7 +281,7 @@ class TemperatureScaler:
         """Fit T on validation logits and targets; returns self."""
         if self.task is None and is_multilabel_target(as_numeric(y_true, "y_true")):
             self.task = TASK_MULTILABEL
-        self.temperature = fit_temperature(logits, y_true, self.task, self.bounds)
+        self.temperature = fit_temperature(logits, y_true, task=self.task, bounds=self.bounds)
         self.fitted = True
         return self
 
@@ -285,11 +289,11 @@ class TemperatureScaler:
         """Scaled probabilities; ``RuntimeError`` before :meth:`fit`."""
         if not self.fitted:
             raise RuntimeError("TemperatureScaler.transform called before fit")
-        return apply_temperature(logits, self.temperature, self.task)
+        return apply_temperature(logits, self.temperature, task=self.task)
 
     def nll(self, logits: np.ndarray, y_true: np.ndarray) -> float:
         """NLL at the current temperature (1.0 when unfitted)."""
-        return temperature_nll(logits, y_true, self.temperature, self.task)
+        return temperature_nll(logits, y_true, self.temperature, task=self.task)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{t:.6g}" for t in np.atleast_1d(self.temperature))
@@ -346,32 +350,40 @@ def calibration_report(
             f"fit_logits={'set' if fit_logits is not None else 'None'}"
         )
     logits = (
-        validate_logits(eval_logits, "eval_logits", task, n_columns, inputs.y_true.shape[0])
+        validate_logits(
+            eval_logits,
+            "eval_logits",
+            task=task,
+            n_columns=n_columns,
+            n_samples=inputs.y_true.shape[0],
+        )
         if eval_logits is not None
         else probabilities_to_logits_unchecked(inputs.y_prob, task)
     )
     fit_pair = None
     if fit_logits is not None:
-        fit_z = validate_logits(fit_logits, "fit_logits", task, n_columns)
+        fit_z = validate_logits(fit_logits, "fit_logits", task=task, n_columns=n_columns)
         fit_y = validate_logit_targets(fit_targets, fit_z, "fit_targets", multilabel=multilabel)
         fit_pair = (fit_z, fit_y)
 
-    base = calculate_calibration_metrics(inputs.y_true, inputs.y_prob, bins, task)
+    base = calculate_calibration_metrics(inputs.y_true, inputs.y_prob, n_bins=bins, task=task)
     row: dict[str, Any] = dict.fromkeys(CALIBRATION_ROW_ORDER, _NAN)
     row.update({name: base[name] for name in CALIBRATION_METRIC_NAMES})
-    row["nll"] = nll_from_logits(logits, inputs.y_true, multilabel)
+    row["nll"] = nll_from_logits(logits, inputs.y_true, multilabel=multilabel)
     row["calibration_bins"] = bins
     if fit_pair is None:
         return row
     try:
         scaler = TemperatureScaler(task).fit(*fit_pair)
-        scaled = calculate_calibration_metrics(inputs.y_true, scaler.transform(logits), bins, task)
+        scaled = calculate_calibration_metrics(
+            inputs.y_true, scaler.transform(logits), n_bins=bins, task=task
+        )
         temperatures = np.atleast_1d(scaler.temperature).astype(np.float64)
         row["temperature"] = float(np.exp(np.mean(np.log(temperatures))))
         for name in CALIBRATION_METRIC_NAMES:
             row[name + SCALED_SUFFIX] = scaled[name]
         row["nll" + SCALED_SUFFIX] = nll_from_logits(
-            logits / scaler.temperature, inputs.y_true, multilabel
+            logits / scaler.temperature, inputs.y_true, multilabel=multilabel
         )
         if np.ndim(scaler.temperature):
             row.update({f"temperature_{k}": float(t) for k, t in enumerate(temperatures)})

@@ -103,7 +103,7 @@ def _check_val(
             "val must be (y_true_val, logits_val) or (y_true_val, logits_val, groups_val)"
         )
     multilabel = task == TASK_MULTILABEL
-    logits_val = validate_logits(val[1], "val logits", task, n_columns)
+    logits_val = validate_logits(val[1], "val logits", task=task, n_columns=n_columns)
     y_val = validate_logit_targets(val[0], logits_val, "val y_true", multilabel=multilabel)
     groups_val = (
         _check_groups(val[2], "val groups", logits_val.shape[0])
@@ -117,17 +117,17 @@ def _classification_row(
     model: str, dataset: str, y_true: np.ndarray, y_prob: np.ndarray, task: str, mode: str
 ) -> dict[str, Any]:
     names = _MULTI_LABEL_SCORES if task == TASK_MULTILABEL else _SINGLE_LABEL_SCORES
-    values = calculate_classification_metrics(y_true, y_prob, names, average=mode)
+    values = calculate_classification_metrics(y_true, y_prob, metrics=names, average=mode)
     return {"model": model, "dataset": dataset, **values}
 
 
 def write_run_report(
     run_dir: str | Path,
-    model: str,
-    dataset: str,
     y_true: np.ndarray,
     y_prob: np.ndarray,
     *,
+    model: str,
+    dataset: str,
     logits: np.ndarray | None = None,
     val: tuple | None = None,
     groups: Sequence[Any] | np.ndarray | None = None,
@@ -141,10 +141,10 @@ def write_run_report(
     Args:
         run_dir: directory to write (created if missing); a name ending in
             ``seed<N>`` gives the seed when ``metadata`` has none.
-        model, dataset: non-empty names recorded in the metrics CSV.
         y_true: ``(n,)`` class indices or ``(n, K)`` multi-hot targets.
         y_prob: ``(n,)``/``(n, 1)`` positive-class probabilities, ``(n, C)``
             class probabilities or ``(n, K)`` label probabilities.
+        model, dataset: non-empty names recorded in the metrics CSV.
         logits: raw outputs of the same samples (kept at full precision, and
             used for NLL and temperature scaling).
         val: ``(y_true_val, logits_val)`` or ``(y_true_val, logits_val,
@@ -180,7 +180,9 @@ def write_run_report(
             f"'macro', got {average!r}"
         )
     logit_array = (
-        validate_logits(logits, "logits", task, n_columns, n) if logits is not None else None
+        validate_logits(logits, "logits", task=task, n_columns=n_columns, n_samples=n)
+        if logits is not None
+        else None
     )
     group_array = _check_groups(groups, "groups", n) if groups is not None else None
     val_parts = _check_val(val, task, n_columns)
@@ -194,7 +196,11 @@ def write_run_report(
                 "predictions do not belong to that split"
             )
 
-    mode = AVERAGE_MACRO if multilabel else resolve_average(inputs.y_true, average, n_columns)
+    mode = (
+        AVERAGE_MACRO
+        if multilabel
+        else resolve_average(inputs.y_true, average=average, n_classes=n_columns)
+    )
     row = _classification_row(model, dataset, inputs.y_true, inputs.y_prob, task, mode)
     fit_targets, fit_logits = (val_parts[0], val_parts[1]) if val_parts else (None, None)
     calibration = calibration_report(
@@ -219,8 +225,8 @@ def write_run_report(
     val_frame = None
     if val_parts:
         y_val, logits_val, groups_val = val_parts
-        val_prob = apply_temperature(logits_val, NEUTRAL_TEMPERATURE, task)
-        val_frame = predictions_frame(y_val, val_prob, logits_val, groups_val)
+        val_prob = apply_temperature(logits_val, NEUTRAL_TEMPERATURE, task=task)
+        val_frame = predictions_frame(y_val, val_prob, logits=logits_val, groups=groups_val)
     n_val = info.get("n_val", val_parts[0].shape[0] if val_parts else None)
     computed = {
         "model": model,
@@ -237,7 +243,9 @@ def write_run_report(
         run_dir,
         row,
         multi_label=multilabel,
-        predictions=predictions_frame(inputs.y_true, inputs.y_prob, logit_array, group_array),
+        predictions=predictions_frame(
+            inputs.y_true, inputs.y_prob, logits=logit_array, groups=group_array
+        ),
         val_predictions=val_frame,
         split_info=split_payload(
             info, n_train=info.get("n_train"), n_val=n_val, n_test=n, n_test_groups=n_groups

@@ -405,7 +405,7 @@ def plot_reliability_diagram(
     """
     check_task(task)
     if classwise is None:
-        classwise = resolve_task_shape(y_true, y_prob, task) == TASK_BINARY
+        classwise = resolve_task_shape(y_true, y_prob, task=task) == TASK_BINARY
     table = reliability_bins(
         y_true, y_prob, n_bins=n_bins, strategy=strategy, task=task, classwise=classwise
     )
@@ -604,6 +604,7 @@ def _embedding_classes(labels: Any, n_samples: int) -> np.ndarray:
 def plot_embedding(
     embedding: np.ndarray,
     labels: np.ndarray | None = None,
+    *,
     class_names: Sequence[str] | None = None,
     title: str = "Embedding",
     save_path: str | None = None,

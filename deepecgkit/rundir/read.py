@@ -684,11 +684,11 @@ def _read_with(
 
 def discover_runs(
     roots: Sequence[Path | str] | Path | str,
+    *,
     recursive: bool = False,
     include_legacy: bool = False,
     on_duplicate: str = ON_DUPLICATE_NEWEST,
     include_failed: bool = False,
-    *,
     reader: Callable[[Path], RunRecord | UnreadableRun | None] | None = None,
 ) -> tuple[list[RunRecord], dict[str, list[str]]]:
     """Find and read every run under ``roots``, with a diagnostic for each one set aside.

@@ -226,6 +226,7 @@ def _split_payload(split_info: Mapping[str, Any], computed: Mapping[str, Any]) -
 def predictions_frame(
     y_true: np.ndarray,
     y_prob: np.ndarray,
+    *,
     logits: np.ndarray | None,
     groups: np.ndarray | None,
 ) -> pd.DataFrame:

@@ -48,11 +48,11 @@ def reliability_title(
     model: str,
     dataset: str,
     seed: int | None,
+    *,
     n_groups: int,
     ece: float,
     bins: int,
     partial: bool,
-    *,
     no_interval_reason: str | None = None,
     withheld: dict[str, str] | None = None,
     classwise_ece: float | None = None,
@@ -84,7 +84,7 @@ def reliability_title(
     return title
 
 
-def reliability_figure(rows: pd.DataFrame, bins: int, title: str) -> Figure:
+def reliability_figure(rows: pd.DataFrame, bins: int, *, title: str) -> Figure:
     """Draw the two-panel reliability diagram of one run's reliability rows.
 
     Args:
@@ -127,7 +127,7 @@ def reliability_figure(rows: pd.DataFrame, bins: int, title: str) -> Figure:
     return figure
 
 
-def render_reliability(rows: pd.DataFrame, bins: int, title: str) -> tuple[bytes, bytes]:
+def render_reliability(rows: pd.DataFrame, bins: int, *, title: str) -> tuple[bytes, bytes]:
     """Render one run's reliability diagram as PNG and PDF bytes.
 
     Args:
@@ -139,7 +139,7 @@ def render_reliability(rows: pd.DataFrame, bins: int, title: str) -> tuple[bytes
         ``(png_bytes, pdf_bytes)``; the PNG at :data:`PNG_DPI`, the PDF vector.
         Neither holds a timestamp; both carry ``title`` in their metadata.
     """
-    figure = reliability_figure(rows, bins, title)
+    figure = reliability_figure(rows, bins, title=title)
     png, pdf = io.BytesIO(), io.BytesIO()
     figure.savefig(png, format="png", dpi=PNG_DPI, metadata={"Title": title})
     figure.savefig(

@@ -152,7 +152,12 @@ def _check_settings(
         raise ComparisonError(
             f"bins must be an integer >= 1 and <= {MAX_REPORT_BINS}, got {bins!r}"
         )
-    check_bootstrap_settings(n_resamples, confidence_level, seed, MIN_BOOTSTRAP_GROUPS)
+    check_bootstrap_settings(
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        seed=seed,
+        min_groups=MIN_BOOTSTRAP_GROUPS,
+    )
     if reference is not None and (not isinstance(reference, str) or not reference.strip()):
         raise ComparisonError(f"reference must be a model name or None, got {reference!r}")
     for name, flag in flags.items():
@@ -297,7 +302,7 @@ def _comparisons(
                 )
             )
             continue
-        outcome = compare_pair(reference, candidate, settings)
+        outcome = compare_pair(reference, candidate, settings=settings)
         if outcome.reason is not None:
             rejected.append(_comparison_row(candidate, reference, outcome.reason, outcome.detail))
             continue
@@ -363,16 +368,16 @@ def _write_figures(
             str(run.model),
             str(run.dataset),
             run.seed,
-            score.n_groups,
-            score.ece,
-            bins,
-            bool(run.partial_reasons),
+            n_groups=score.n_groups,
+            ece=score.ece,
+            bins=bins,
+            partial=bool(run.partial_reasons),
             no_interval_reason=score.no_interval_reason,
             withheld=score.withheld,
             classwise_ece=score.classwise_ece,
             curve=score.figure_curve,
         )
-        png, pdf = reliability_plot.render_reliability(rows, bins, title)
+        png, pdf = reliability_plot.render_reliability(rows, bins, title=title)
         stem = _figure_stem(run)
         for extension, data in (("png", png), ("pdf", pdf)):
             relative = f"{FIGURES_FOLDER}/{stem}.{extension}"

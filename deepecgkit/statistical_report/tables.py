@@ -269,7 +269,7 @@ def _point_values(
     """Every report metric once on all units (interval metrics and collapse flags)."""
     ones = np.ones((1, labels.size))
     values = {
-        name: float(evaluate_metric(metric, labels, prob, ones)[0])
+        name: float(evaluate_metric(metric, labels, prob, weights=ones)[0])
         for name, metric in metrics.items()
     }
     values.update(_collapse_flags(values["max_predicted_class_fraction"]))
@@ -334,8 +334,8 @@ def _report_draws(
     """Stratified group draws at the report's minima (overall and per class)."""
     return draw_for(
         aggregate_groups(y_true, probs, group_id),
-        settings.n_resamples,
-        settings.seed,
+        n_resamples=settings.n_resamples,
+        seed=settings.seed,
         stratify=True,
         min_groups=MIN_BOOTSTRAP_GROUPS,
         min_groups_per_class=MIN_BOOTSTRAP_GROUPS_PER_CLASS,
@@ -483,7 +483,9 @@ def _mcnemar_rows(
     return rows
 
 
-def compare_pair(reference: RunInput, candidate: RunInput, settings: ReportSettings) -> PairOutcome:
+def compare_pair(
+    reference: RunInput, candidate: RunInput, *, settings: ReportSettings
+) -> PairOutcome:
     """Paired bootstrap and McNemar rows of ``candidate`` against ``reference``.
 
     The bootstrap is ``cluster_bootstrap_difference(y, prob_candidate,

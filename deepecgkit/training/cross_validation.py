@@ -173,11 +173,11 @@ def cross_validate(
     if not (isinstance(data, tuple) and len(data) == _PAIR):
         raise ValueError("data must be an (X, y) tuple of arrays or tensors")
     x, y = to_numpy(data[0]), to_numpy(data[1])
-    check_same_length(y, "y", x, "X")
+    check_same_length(y, "y", reference=x, ref_name="X")
     group_array = None
     if groups is not None:
         group_array = to_numpy(groups)
-        check_same_length(group_array, "groups", x, "X")
+        check_same_length(group_array, "groups", reference=x, ref_name="X")
     results: dict[str, list[float]] = {name: [] for name in evaluator.metrics}
     splitter = _splitter(k_folds, group_array, seed)
     for train_idx, test_idx in splitter.split(x, y, group_array):

@@ -165,7 +165,7 @@ def _dataset_kwargs(settings: GridSettings) -> dict[str, Any]:
     return {"leads": leads, "sampling_rate": settings.sampling_rate, **settings.dataset_options}
 
 
-def grid_parameters(model: str, dataset: str, settings: GridSettings) -> dict[str, Any]:
+def grid_parameters(model: str, dataset: str, *, settings: GridSettings) -> dict[str, Any]:
     """The hyperparameters that identify a run (no seed, paths or versions).
 
     Runs that differ only in seed share these, hence their fingerprint.
@@ -303,7 +303,7 @@ def _train_torch(task: _RunTask, module: Any, run_dir: Path, meta: dict[str, Any
     )
     fitted = trainer.fit(
         module,
-        settings.epochs,
+        epochs=settings.epochs,
         early_stopping_patience=settings.patience,
         checkpoint_dir=run_dir if task.keep_checkpoint else None,
         log_dir=run_dir,
@@ -357,7 +357,7 @@ def _train_sklearn(task: _RunTask, module: Any, meta: dict[str, Any]) -> Any:
     def outputs(split: str) -> _Outputs:
         indices = module.split_indices(split)
         logits = estimator.decision_function(dataset.signals[indices])
-        probabilities = apply_temperature(logits, 1.0, "multilabel" if multilabel else None)
+        probabilities = apply_temperature(logits, 1.0, task="multilabel" if multilabel else None)
         return _Outputs(logits, probabilities, dataset.labels[indices], dataset.groups[indices])
 
     return outputs
@@ -428,10 +428,10 @@ def _train_and_report(task: _RunTask, state: _RunState) -> float:
     validation = (_report_targets(val.targets, multilabel), val.logits, val.groups)
     row = write_run_report(
         state.run_dir,
-        task.model,
-        task.dataset,
         _report_targets(test.targets, multilabel),
         test.probabilities,
+        model=task.model,
+        dataset=task.dataset,
         logits=test.logits,
         val=validation if len(val.targets) else None,
         groups=test.groups,
@@ -589,7 +589,7 @@ def _tasks(
     tasks = []
     for dataset in datasets:
         for model in models:
-            params = grid_parameters(model, dataset, settings)
+            params = grid_parameters(model, dataset, settings=settings)
             fingerprint = params_fingerprint(params)
             torch_model = get_model_info(model)["kind"] == "torch"
             for seed in seeds:

@@ -292,6 +292,7 @@ class ECGTrainer:
     def fit(
         self,
         data_module: Any,
+        *,
         epochs: int = 50,
         early_stopping_patience: int = 10,
         checkpoint_dir: str | Path | None = None,
@@ -442,7 +443,7 @@ class ECGTrainer:
         if logits.shape[0] == 0:
             columns = 2 if self.binary else (logits.shape[1] if logits.ndim == 2 else 0)
             return np.zeros((0, columns))
-        return apply_temperature(logits, 1.0, self.task)
+        return apply_temperature(logits, 1.0, task=self.task)
 
     def _predictions(self, logits: np.ndarray, probabilities: np.ndarray | None) -> np.ndarray:
         if probabilities is None:

@@ -429,23 +429,27 @@ def test_display_names_map_or_escape():
 
 
 def test_format_cell_spec_example():
-    assert L.format_cell(0.81, 0.790368, 0.829632, 5) == r"$0.810$ {\scriptsize [0.790, 0.830]}"
+    assert L.format_cell(0.81, 0.790368, 0.829632, n=5) == r"$0.810$ {\scriptsize [0.790, 0.830]}"
 
 
 @pytest.mark.parametrize(
     ("args", "kwargs", "expected"),
     [
-        ((0.81, 0.79, 0.83, 1), {}, "$0.810$"),
-        ((0.81, NAN, 0.83, 5), {}, "$0.810$"),
-        ((0.81, 0.79, None, 5), {}, "$0.810$"),
-        ((0.81, 0.79, math.inf, 5), {}, "$0.810$"),
+        ((0.81, 0.79, 0.83), {"n": 1}, "$0.810$"),
+        ((0.81, NAN, 0.83), {"n": 5}, "$0.810$"),
+        ((0.81, 0.79, None), {"n": 5}, "$0.810$"),
+        ((0.81, 0.79, math.inf), {"n": 5}, "$0.810$"),
         ((0.81, 0.79, 0.83), {}, r"$0.810$ {\scriptsize [0.790, 0.830]}"),
-        ((None, 0.79, 0.83, 5), {}, "--"),
-        ((NAN, 0.79, 0.83, 5), {}, "--"),
-        ((-math.inf, 0.79, 0.83, 5), {}, "--"),
-        ((0.8125, 0.75, 0.875, 5), {"precision": 1}, r"$0.8$ {\scriptsize [0.8, 0.9]}"),
-        ((0.81, 0.79, 0.83, 5), {"precision": np.int64(0)}, r"$1$ {\scriptsize [1, 1]}"),
-        ((np.float64(0.5), 0.25, 0.75, np.int64(3)), {}, r"$0.500$ {\scriptsize [0.250, 0.750]}"),
+        ((None, 0.79, 0.83), {"n": 5}, "--"),
+        ((NAN, 0.79, 0.83), {"n": 5}, "--"),
+        ((-math.inf, 0.79, 0.83), {"n": 5}, "--"),
+        ((0.8125, 0.75, 0.875), {"n": 5, "precision": 1}, r"$0.8$ {\scriptsize [0.8, 0.9]}"),
+        ((0.81, 0.79, 0.83), {"n": 5, "precision": np.int64(0)}, r"$1$ {\scriptsize [1, 1]}"),
+        (
+            (np.float64(0.5), 0.25, 0.75),
+            {"n": np.int64(3)},
+            r"$0.500$ {\scriptsize [0.250, 0.750]}",
+        ),
     ],
 )
 def test_format_cell_cases(args, kwargs, expected):
@@ -454,11 +458,11 @@ def test_format_cell_cases(args, kwargs, expected):
 
 def test_format_cell_rejects_bad_precision():
     with pytest.raises(ValueError, match="precision"):
-        L.format_cell(0.5, 0.4, 0.6, 5, precision=-1)
+        L.format_cell(0.5, 0.4, 0.6, n=5, precision=-1)
     with pytest.raises(TypeError, match="precision"):
-        L.format_cell(0.5, 0.4, 0.6, 5, precision=True)
+        L.format_cell(0.5, 0.4, 0.6, n=5, precision=True)
     with pytest.raises(TypeError, match="precision"):
-        L.format_cell(0.5, 0.4, 0.6, 5, precision=2.5)
+        L.format_cell(0.5, 0.4, 0.6, n=5, precision=2.5)
 
 
 @pytest.mark.parametrize(

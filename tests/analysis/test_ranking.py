@@ -1066,7 +1066,7 @@ def test_empty_inputs_give_full_column_lists() -> None:
 
 def test_absent_metric_gives_empty_results(worked_example_frame: pd.DataFrame) -> None:
     assert len(rank_within_seed(worked_example_frame, "auroc")) == 0
-    flips = all_flip_tests(worked_example_frame, "auroc")
+    flips = all_flip_tests(worked_example_frame, metric="auroc")
     assert list(flips.columns) == FLIP_COLUMNS and len(flips) == 0
     assert list(tau_summary(worked_example_frame, "auroc").columns) == TAU_COLUMNS
 

@@ -105,26 +105,30 @@ def test_confidence_level_checked_even_on_empty_input(level: object) -> None:
     with pytest.raises(ValueError, match="confidence_level"):
         summarize_scores([], level)
     with pytest.raises(ValueError, match="confidence_level"):
-        paired_summary([], level)
+        paired_summary([], confidence_level=level)
 
 
 # --- Nadeau-Bengio -------------------------------------------------------------------------
 
 
 def test_nadeau_bengio_factor() -> None:
-    assert nadeau_bengio_factor(5, 800, 200) == pytest.approx(math.sqrt(0.45), abs=1e-15)
-    assert nadeau_bengio_factor(5, None, 200) == pytest.approx(1 / math.sqrt(5))
-    assert nadeau_bengio_factor(5, 800.0, math.nan) == pytest.approx(1 / math.sqrt(5))
-    assert nadeau_bengio_factor(5, -3, 200) == pytest.approx(1 / math.sqrt(5))
-    assert nadeau_bengio_factor(np.int64(4), 100.5, 25.5) == pytest.approx(
+    assert nadeau_bengio_factor(5, n_train=800, n_test=200) == pytest.approx(
+        math.sqrt(0.45), abs=1e-15
+    )
+    assert nadeau_bengio_factor(5, n_train=None, n_test=200) == pytest.approx(1 / math.sqrt(5))
+    assert nadeau_bengio_factor(5, n_train=800.0, n_test=math.nan) == pytest.approx(
+        1 / math.sqrt(5)
+    )
+    assert nadeau_bengio_factor(5, n_train=-3, n_test=200) == pytest.approx(1 / math.sqrt(5))
+    assert nadeau_bengio_factor(np.int64(4), n_train=100.5, n_test=25.5) == pytest.approx(
         math.sqrt(0.25 + 25.5 / 100.5)
     )
-    assert math.isnan(nadeau_bengio_factor(0, 800, 200))
-    assert math.isnan(nadeau_bengio_factor(-2, 800, 200))
+    assert math.isnan(nadeau_bengio_factor(0, n_train=800, n_test=200))
+    assert math.isnan(nadeau_bengio_factor(-2, n_train=800, n_test=200))
     with pytest.raises(TypeError):
-        nadeau_bengio_factor(True, 800, 200)
+        nadeau_bengio_factor(True, n_train=800, n_test=200)
     with pytest.raises(TypeError):
-        nadeau_bengio_factor(2.5, 800, 200)
+        nadeau_bengio_factor(2.5, n_train=800, n_test=200)
 
 
 # --- paired_summary ------------------------------------------------------------------------
@@ -465,15 +469,18 @@ def test_bimodality_can_fire_on_calibration_errors() -> None:
 
 
 def test_one_sided_and_reversal_hand_values() -> None:
-    assert one_sided_p_value(0.04, 0.2, 1.0) == pytest.approx(0.02)
-    assert one_sided_p_value(0.04, 0.2, -1.0) == pytest.approx(0.98)
-    assert one_sided_p_value(1.0, 0.0, 1.0) == pytest.approx(0.5)
-    assert math.isnan(one_sided_p_value(math.nan, 0.2, 1.0))
-    assert reversal_p_value(0.01, 0.04, 0.3, -0.2) == pytest.approx(0.02)
-    assert reversal_p_value(0.01, 0.04, 0.3, 0.2) == pytest.approx(0.98)
-    assert reversal_p_value(0.01, 1.0, 0.3, 0.0) == pytest.approx(0.5)
+    assert one_sided_p_value(0.04, 0.2, direction=1.0) == pytest.approx(0.02)
+    assert one_sided_p_value(0.04, 0.2, direction=-1.0) == pytest.approx(0.98)
+    assert one_sided_p_value(1.0, 0.0, direction=1.0) == pytest.approx(0.5)
+    assert math.isnan(one_sided_p_value(math.nan, 0.2, direction=1.0))
+    assert reversal_p_value(0.01, 0.04, mean_1=0.3, mean_2=-0.2) == pytest.approx(0.02)
+    assert reversal_p_value(0.01, 0.04, mean_1=0.3, mean_2=0.2) == pytest.approx(0.98)
+    assert reversal_p_value(0.01, 1.0, mean_1=0.3, mean_2=0.0) == pytest.approx(0.5)
     vector = reversal_p_value(
-        np.array([0.01, math.nan]), np.array([0.04, 0.1]), np.array([1.0, 1.0]), np.array([-1, 1])
+        np.array([0.01, math.nan]),
+        np.array([0.04, 0.1]),
+        mean_1=np.array([1.0, 1.0]),
+        mean_2=np.array([-1, 1]),
     )
     assert vector[0] == pytest.approx(0.02) and math.isnan(vector[1])
 
@@ -502,7 +509,9 @@ def test_reversal_p_value_matches_one_sided_scipy_t_tests(
         max(tests[("1", "less")], tests[("2", "greater")]),
     )
     p1, p2 = stats.ttest_1samp(d1, 0.0).pvalue, stats.ttest_1samp(d2, 0.0).pvalue
-    assert reversal_p_value(p1, p2, d1.mean(), d2.mean()) == pytest.approx(expected, abs=1e-12)
+    assert reversal_p_value(p1, p2, mean_1=d1.mean(), mean_2=d2.mean()) == pytest.approx(
+        expected, abs=1e-12
+    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -516,8 +525,8 @@ def test_reversal_p_value_matches_one_sided_scipy_t_tests(
 def test_reversal_p_value_is_at_least_one_half_for_same_sign_means(
     p1: float, p2: float, m1: float, m2: float, sign: float
 ) -> None:
-    assert reversal_p_value(p1, p2, sign * m1, sign * m2) >= 0.5
-    opposite = reversal_p_value(p1, p2, sign * m1, -sign * m2)
+    assert reversal_p_value(p1, p2, mean_1=sign * m1, mean_2=sign * m2) >= 0.5
+    opposite = reversal_p_value(p1, p2, mean_1=sign * m1, mean_2=-sign * m2)
     assert opposite == pytest.approx(max(p1, p2) / 2, abs=1e-15)
 
 
@@ -540,23 +549,29 @@ def test_reversal_p_value_size_under_the_least_favourable_null(n_seeds: int) -> 
     second = rng.standard_normal((REVERSAL_REPLICATES, n_seeds))
     p1 = stats.ttest_1samp(first, 0.0, axis=1).pvalue
     p2 = stats.ttest_1samp(second, 0.0, axis=1).pvalue
-    rate = np.mean(reversal_p_value(p1, p2, first.mean(axis=1), second.mean(axis=1)) <= ALPHA)
+    rate = np.mean(
+        reversal_p_value(p1, p2, mean_1=first.mean(axis=1), mean_2=second.mean(axis=1)) <= ALPHA
+    )
     se = math.sqrt(ALPHA * (1 - ALPHA) / REVERSAL_REPLICATES)
     assert abs(rate - ALPHA) <= 3 * se, rate
     same_sign = 5.0 + rng.standard_normal((REVERSAL_REPLICATES, n_seeds))
     p_same = stats.ttest_1samp(same_sign, 0.0, axis=1).pvalue
     assert np.mean(np.maximum(p1, p_same) <= ALPHA) > 0.99
-    reversal = reversal_p_value(p1, p_same, first.mean(axis=1), same_sign.mean(axis=1))
+    reversal = reversal_p_value(
+        p1, p_same, mean_1=first.mean(axis=1), mean_2=same_sign.mean(axis=1)
+    )
     assert np.all(reversal >= 0.5)
 
 
 def test_applied_correction() -> None:
-    assert applied_correction("nadeau-bengio", 800, 200) == ("nadeau-bengio", "")
-    assert applied_correction("none", None, None) == ("none", "")
-    applied, note = applied_correction("nadeau-bengio", None, 200)
+    assert applied_correction("nadeau-bengio", n_train=800, n_test=200) == ("nadeau-bengio", "")
+    assert applied_correction("none", n_train=None, n_test=None) == ("none", "")
+    applied, note = applied_correction("nadeau-bengio", n_train=None, n_test=200)
     assert applied == "unavailable"
     assert note == "split sizes unknown: no contributing run records n_train"
-    assert applied_correction("nadeau-bengio", 0, math.nan)[1].endswith("n_train or n_test")
+    assert applied_correction("nadeau-bengio", n_train=0, n_test=math.nan)[1].endswith(
+        "n_train or n_test"
+    )
 
 
 # --- FDR by name -----------------------------------------------------------------------------

@@ -44,9 +44,9 @@ def test_split_is_a_partition_that_never_splits_a_group(
     n_groups = len(set(group_of))
     if _expected_count(n_groups, val) + _expected_count(n_groups, test) >= n_groups:
         with pytest.raises(ValueError, match="no training group"):
-            split_groups(groups, labels, val, test, seed)
+            split_groups(groups, labels, val_split=val, test_split=test, seed=seed)
         return
-    parts = split_groups(groups, labels, val, test, seed)
+    parts = split_groups(groups, labels, val_split=val, test_split=test, seed=seed)
     joined = np.concatenate(parts)
     assert sorted(joined.tolist()) == list(range(len(groups)))
     assert all(np.all(np.diff(part) > 0) for part in parts)
@@ -54,7 +54,7 @@ def test_split_is_a_partition_that_never_splits_a_group(
     assert not (owners[0] & owners[1] or owners[0] & owners[2] or owners[1] & owners[2])
     assert len(owners[2]) == _expected_count(n_groups, test)
     assert len(owners[1]) == _expected_count(n_groups, val)
-    again = split_groups(groups, labels, val, test, seed)
+    again = split_groups(groups, labels, val_split=val, test_split=test, seed=seed)
     assert all(np.array_equal(a, b) for a, b in zip(parts, again, strict=True))
 
 
@@ -62,7 +62,7 @@ def test_stratification_spreads_every_class() -> None:
     groups = np.repeat(np.arange(200), 2).astype(str)
     labels = np.repeat(np.r_[np.zeros(160), np.ones(40)].astype(int), 2)
     for seed in range(5):
-        _, val, test = split_groups(groups, labels, 0.2, 0.25, seed)
+        _, val, test = split_groups(groups, labels, val_split=0.2, test_split=0.25, seed=seed)
         assert labels[test].mean() == pytest.approx(0.2, abs=0.03)
         assert labels[val].mean() == pytest.approx(0.2, abs=0.03)
 
@@ -70,10 +70,12 @@ def test_stratification_spreads_every_class() -> None:
 def test_a_new_seed_redraws_the_split() -> None:
     groups = np.arange(50).astype(str)
     labels = np.arange(50) % 2
-    first = split_groups(groups, labels, 0.2, 0.2, 0)[2]
-    second = split_groups(groups, labels, 0.2, 0.2, 1)[2]
+    first = split_groups(groups, labels, val_split=0.2, test_split=0.2, seed=0)[2]
+    second = split_groups(groups, labels, val_split=0.2, test_split=0.2, seed=1)[2]
     assert not np.array_equal(first, second)
-    unstratified = split_groups(groups, labels, 0.2, 0.2, 0, stratify=False)[2]
+    unstratified = split_groups(
+        groups, labels, val_split=0.2, test_split=0.2, seed=0, stratify=False
+    )[2]
     assert len(unstratified) == 10
 
 
@@ -83,16 +85,16 @@ def test_a_new_seed_redraws_the_split() -> None:
 )
 def test_bad_fractions(val: float, test: float, pattern: str) -> None:
     with pytest.raises(ValueError, match=pattern):
-        split_groups(["a", "b", "c"], [0, 1, 0], val, test, 0)
+        split_groups(["a", "b", "c"], [0, 1, 0], val_split=val, test_split=test, seed=0)
     with pytest.raises(ValueError, match=pattern):
         ECGDataModule(dataset_class=SyntheticAFDataset, val_split=val, test_split=test)
 
 
 def test_too_few_groups_and_length_mismatch() -> None:
     with pytest.raises(ValueError, match=r"3 group\(s\) cannot be split"):
-        split_groups(["a", "b", "c"], [0, 1, 0], 0.5, 0.4, 0)
+        split_groups(["a", "b", "c"], [0, 1, 0], val_split=0.5, test_split=0.4, seed=0)
     with pytest.raises(ValueError, match="one entry per label row"):
-        split_groups(["a", "b"], [0, 1, 0], 0.3, 0.3, 0)
+        split_groups(["a", "b"], [0, 1, 0], val_split=0.3, test_split=0.3, seed=0)
 
 
 def test_module_requires_exactly_one_source() -> None:

@@ -52,7 +52,7 @@ def test_wfdb_round_trip_is_within_a_microvolt(tmp_path: Path) -> None:
     write_local_dataset(data, tmp_path, format="wfdb")
     description = read_dataset_json(tmp_path / "dataset.json")
     for record_id, original in zip(data.record_ids, data.signals, strict=True):
-        signal, leads, path = read_record(tmp_path / "records", record_id, description)
+        signal, leads, path = read_record(tmp_path / "records", record_id, description=description)
         assert path.suffix == ".hea" and leads == data.leads
         assert np.abs(signal - original).max() < 1e-3
     local = LocalECGDataset(tmp_path, leads=["V2", "I"])

@@ -91,7 +91,7 @@ def test_a_large_picture_is_shrunk_below_the_cap_and_stays_a_png() -> None:
 
 
 def test_a_missing_figure_says_why() -> None:
-    value = figure_metadata(None, "reliability diagram", "plots are off")[FIGURE_KEY]
+    value = figure_metadata(None, alt="reliability diagram", reason="plots are off")[FIGURE_KEY]
     assert value.value == "No picture of the reliability diagram: plots are off"
 
 
@@ -100,7 +100,9 @@ def test_a_table_latex_rejects_has_no_picture_and_says_why(tmp_path) -> None:
     stale = tmp_path / "broken.png"
     stale.write_bytes(b"a picture of an earlier table")
     table = "\\begin{table}\n\\begin{tabular}{l}\n\\undefinedcommand\n\\end{tabular}\n\\end{table}"
-    metadata = table_picture_metadata({"broken": table}, tmp_path, {"broken": "test table"})
+    metadata = table_picture_metadata(
+        {"broken": table}, directory=tmp_path, titles={"broken": "test table"}
+    )
     text = metadata["image_broken"].value
     assert text.startswith("No picture of the test table (broken.tex): the table does not compile")
     assert "Undefined control sequence" in text

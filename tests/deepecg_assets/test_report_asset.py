@@ -32,10 +32,10 @@ def write_prediction_runs(root: Path) -> None:
             prob = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
             write_run_report(
                 root / f"{model}_afib_seed{seed}",
-                model,
-                "afib",
                 y_true,
                 prob,
+                model=model,
+                dataset="afib",
                 logits=logits,
                 groups=groups,
                 split_info={"n_train": 400, "n_val": 60},

@@ -102,18 +102,18 @@ def test_ece_and_mce_equal_loop_reference(multiclass, binary, n_bins):
     for split in (multiclass, binary):
         conf, correct = top_label(split.y, split.prob)
         ece, mce = loop_ece_mce(conf, correct, n_bins)
-        assert expected_calibration_error(split.y, split.prob, n_bins) == pytest.approx(
+        assert expected_calibration_error(split.y, split.prob, n_bins=n_bins) == pytest.approx(
             ece, abs=1e-12
         )
         assert maximum_calibration_error(
-            split.y, split.prob, n_bins, min_bin_count=1
+            split.y, split.prob, n_bins=n_bins, min_bin_count=1
         ) == pytest.approx(mce, abs=1e-12)
         supported = loop_ece_mce(conf, correct, n_bins, min_bin_count=25)[1]
-        assert maximum_calibration_error(split.y, split.prob, n_bins) == pytest.approx(
+        assert maximum_calibration_error(split.y, split.prob, n_bins=n_bins) == pytest.approx(
             supported, abs=1e-12, nan_ok=True
         )
         adaptive = loop_adaptive_ece(conf, correct, n_bins)
-        assert adaptive_calibration_error(split.y, split.prob, n_bins) == pytest.approx(
+        assert adaptive_calibration_error(split.y, split.prob, n_bins=n_bins) == pytest.approx(
             adaptive, abs=1e-12
         )
 
@@ -138,12 +138,17 @@ def test_ece_equals_torchmetrics(multiclass, binary):
         target = torch.tensor(split.y)
         for norm, ours in (
             ("l1", expected_calibration_error),
-            ("max", lambda y, p, m: maximum_calibration_error(y, p, m, min_bin_count=1)),
+            (
+                "max",
+                lambda y, p, n_bins: maximum_calibration_error(
+                    y, p, n_bins=n_bins, min_bin_count=1
+                ),
+            ),
         ):
             reference = float(
                 multiclass_calibration_error(preds, target, n_classes, n_bins=15, norm=norm)
             )
-            assert ours(split.y, split.prob, 15) == pytest.approx(reference, abs=1e-6)
+            assert ours(split.y, split.prob, n_bins=15) == pytest.approx(reference, abs=1e-6)
 
 
 def test_confidence_of_exactly_one_lands_in_top_bin():
@@ -155,7 +160,7 @@ def test_confidence_of_exactly_one_lands_in_top_bin():
     assert table.loc[5, "count"] == 1
     assert table["count"].sum() == 4
     # The 0.55 sample is wrong (label 0): |0 - 0.55| weighted 1/4; the top bin is perfect.
-    assert expected_calibration_error(y, prob, 10) == pytest.approx(0.55 / 4)
+    assert expected_calibration_error(y, prob, n_bins=10) == pytest.approx(0.55 / 4)
 
 
 @settings(max_examples=60, deadline=None)
@@ -169,12 +174,12 @@ def test_property_mce_bounds_ece_and_loop_agrees(data, n, n_classes, n_bins):
     raw = data.draw(arrays(np.float64, (n, n_classes), elements=st.floats(0.01, 1.0)))
     prob = raw / raw.sum(axis=1, keepdims=True)
     y = data.draw(arrays(np.int64, n, elements=st.integers(0, n_classes - 1)))
-    ece = expected_calibration_error(y, prob, n_bins)
-    mce = maximum_calibration_error(y, prob, n_bins, min_bin_count=1)
+    ece = expected_calibration_error(y, prob, n_bins=n_bins)
+    mce = maximum_calibration_error(y, prob, n_bins=n_bins, min_bin_count=1)
     assert 0.0 <= ece <= mce + 1e-15 <= 1.0 + 1e-15
     conf, correct = top_label(y, prob)
     assert ece == pytest.approx(loop_ece_mce(conf, correct, n_bins)[0], abs=1e-12)
-    table = reliability_bins(y, prob, n_bins)
+    table = reliability_bins(y, prob, n_bins=n_bins)
     populated = table[table["count"] > 0]
     assert (populated["count"] / n * populated["gap"].abs()).sum() == pytest.approx(ece, abs=1e-12)
 
@@ -214,7 +219,7 @@ def test_multilabel_reliability_rows_per_label(multilabel):
     for k, rows in table.groupby("class"):
         populated = rows[rows["count"] > 0]
         value = (populated["count"] / 300 * populated["gap"].abs()).sum()
-        binary = expected_calibration_error(multilabel.y[:, k], multilabel.prob[:, k], 5)
+        binary = expected_calibration_error(multilabel.y[:, k], multilabel.prob[:, k], n_bins=5)
         assert value == pytest.approx(binary, abs=1e-12)
 
 
@@ -248,11 +253,15 @@ def test_calculate_calibration_metrics_shape(multiclass):
     ]  # fmt: skip
     assert list(result) == ["n_bins", "task", *names, "per_class_classwise_ece"]
     assert result["n_bins"] == 7 and result["task"] == TASK_MULTICLASS
-    assert result["ece"] == expected_calibration_error(multiclass.y, multiclass.prob, 7)
-    assert result["classwise_ece"] == classwise_calibration_error(multiclass.y, multiclass.prob, 7)
-    assert result["ece_debiased"] == debiased_calibration_error(multiclass.y, multiclass.prob, 7)
+    assert result["ece"] == expected_calibration_error(multiclass.y, multiclass.prob, n_bins=7)
+    assert result["classwise_ece"] == classwise_calibration_error(
+        multiclass.y, multiclass.prob, n_bins=7
+    )
+    assert result["ece_debiased"] == debiased_calibration_error(
+        multiclass.y, multiclass.prob, n_bins=7
+    )
     assert result["classwise_ece_debiased"] == debiased_calibration_error(
-        multiclass.y, multiclass.prob, 7, classwise=True
+        multiclass.y, multiclass.prob, n_bins=7, classwise=True
     )
     assert all(type(result[k]) is float for k in names)
     assert result["per_class_classwise_ece"].shape == (4,)
@@ -266,11 +275,11 @@ def test_calculate_calibration_metrics_shape(multiclass):
 def test_classwise_ece_equals_loop_reference(multiclass, binary, multilabel, n_bins):
     for split, flag in ((multiclass, False), (binary, False), (multilabel, True)):
         expected = loop_classwise_ece(split.y, split.prob, n_bins, multilabel=flag)
-        assert classwise_calibration_error(split.y, split.prob, n_bins) == pytest.approx(
+        assert classwise_calibration_error(split.y, split.prob, n_bins=n_bins) == pytest.approx(
             expected, abs=1e-12
         )
     # The 1-D binary layout scores the same positive class.
-    assert classwise_calibration_error(binary.y, binary.prob[:, 1], n_bins) == pytest.approx(
+    assert classwise_calibration_error(binary.y, binary.prob[:, 1], n_bins=n_bins) == pytest.approx(
         loop_classwise_ece(binary.y, binary.prob, n_bins), abs=1e-12
     )
 
@@ -286,9 +295,9 @@ def test_classwise_ece_equals_scikit_learn_calibration_curve(multiclass):
         counts, _ = np.histogram(multiclass.prob[:, k], bins=np.linspace(0, 1, n_bins + 1))
         counts = counts[counts > 0]
         values.append(np.sum(counts / counts.sum() * np.abs(prob_true - prob_pred)))
-    assert classwise_calibration_error(multiclass.y, multiclass.prob, n_bins) == pytest.approx(
-        np.mean(values), abs=1e-12
-    )
+    assert classwise_calibration_error(
+        multiclass.y, multiclass.prob, n_bins=n_bins
+    ) == pytest.approx(np.mean(values), abs=1e-12)
 
 
 def test_classwise_ece_sees_the_shift_that_the_top_label_folds_away():
@@ -315,7 +324,7 @@ def test_classwise_reliability_rows_give_the_classwise_ece(binary, multiclass):
     assert table["lower"].tolist()[0] == 0.0 and table["count"].sum() == 300
     populated = table[table["count"] > 0]
     value = (populated["count"] / 300 * populated["gap"].abs()).sum()
-    assert value == pytest.approx(classwise_calibration_error(binary.y, binary.prob, 10))
+    assert value == pytest.approx(classwise_calibration_error(binary.y, binary.prob, n_bins=10))
     table = reliability_bins(multiclass.y, multiclass.prob, n_bins=5, classwise=True)
     assert table["class"].tolist() == [0] * 5 + [1] * 5 + [2] * 5 + [3] * 5
 
@@ -347,8 +356,8 @@ def test_debiased_ece_removes_much_of_the_small_sample_bias():
 def test_debiased_ece_is_deterministic_and_has_no_correction_without_spread():
     y = np.array([1, 1, 0, 0])
     p = np.array([0.95, 0.95, 0.05, 0.05])  # every bin's frequency is 0 or 1
-    assert debiased_calibration_error(y, p, 10) == pytest.approx(
-        expected_calibration_error(y, p, 10), abs=1e-15
+    assert debiased_calibration_error(y, p, n_bins=10) == pytest.approx(
+        expected_calibration_error(y, p, n_bins=10), abs=1e-15
     )
     rng = np.random.default_rng(2)
     q = rng.uniform(size=50)
@@ -361,11 +370,11 @@ def test_mce_needs_support_per_bin():
     # gap of 0.95 is MCE without a minimum, ignored with one.
     y = np.r_[np.ones(34), np.zeros(6), [1]].astype(int)
     p = np.r_[np.full(40, 0.85), [0.05]]
-    assert maximum_calibration_error(y, p, 10, min_bin_count=1) == pytest.approx(0.95)
-    assert maximum_calibration_error(y, p, 10) == pytest.approx(0.0, abs=1e-12)
-    assert math.isnan(maximum_calibration_error(y, p, 10, min_bin_count=41))
+    assert maximum_calibration_error(y, p, n_bins=10, min_bin_count=1) == pytest.approx(0.95)
+    assert maximum_calibration_error(y, p, n_bins=10) == pytest.approx(0.0, abs=1e-12)
+    assert math.isnan(maximum_calibration_error(y, p, n_bins=10, min_bin_count=41))
     with pytest.raises(ValueError, match="min_bin_count"):
-        maximum_calibration_error(y, p, 10, min_bin_count=0)
+        maximum_calibration_error(y, p, n_bins=10, min_bin_count=0)
 
 
 # --- task shape --------------------------------------------------------------------------
@@ -383,12 +392,12 @@ def test_mce_needs_support_per_bin():
     ],
 )
 def test_resolve_task_shape(y, prob, task, expected):
-    assert resolve_task_shape(y, prob, task) == expected
+    assert resolve_task_shape(y, prob, task=task) == expected
 
 
 def test_resolve_task_shape_rejects_unknown_task():
     with pytest.raises(ValueError, match="task must be one of"):
-        resolve_task_shape(np.zeros(3), np.zeros(3), "ordinal")
+        resolve_task_shape(np.zeros(3), np.zeros(3), task="ordinal")
 
 
 # --- bad input ---------------------------------------------------------------------------
@@ -424,7 +433,7 @@ def test_bad_input(y, prob, kwargs, message):
 def test_slightly_out_of_range_probabilities_are_clipped():
     y = np.array([0, 1])
     prob = np.array([-5e-7, 1 + 5e-7])
-    assert expected_calibration_error(y, prob, 10) == pytest.approx(0.0)
+    assert expected_calibration_error(y, prob, n_bins=10) == pytest.approx(0.0)
 
 
 def test_reliability_bins_rejects_unknown_strategy(binary):

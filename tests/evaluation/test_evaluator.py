@@ -74,7 +74,7 @@ def test_importing_the_package_loads_neither_torch_nor_matplotlib():
 def test_input_table(multiclass, binary):
     evaluator = ECGEvaluator(metrics=["accuracy", "auc"])
     y, prob = multiclass.y, multiclass.prob
-    expected = calculate_classification_metrics(y, prob, ["accuracy", "auc"])
+    expected = calculate_classification_metrics(y, prob, metrics=["accuracy", "auc"])
     assert evaluator.evaluate(prob, y) == expected
     assert evaluator.evaluate(prob, (None, y)) == expected
     assert evaluator.evaluate(prob, (None, y, prob)) == expected
@@ -112,7 +112,7 @@ def test_plain_callable_gets_raw_input(multiclass):
     evaluator = ECGEvaluator(metrics=["accuracy", "f1"])
     got = evaluator.evaluate(lambda x: x * 1.0, (multiclass.prob, multiclass.y))
     assert got == calculate_classification_metrics(
-        multiclass.y, multiclass.prob, ["accuracy", "f1"]
+        multiclass.y, multiclass.prob, metrics=["accuracy", "f1"]
     )
 
 
@@ -271,7 +271,12 @@ def test_bootstrap_values_equal_per_resample_reference(draw, rng, case, caplog):
     index = _index_matrix(7, targets.shape[0])
     auc_scores = scores if scores is not None else predictions
     fast = bootstrap_metric_values(
-        targets, predictions, auc_scores, names, mode, [index[:13], index[13:]]
+        targets,
+        predictions,
+        auc_scores,
+        names=names,
+        mode=mode,
+        index_chunks=[index[:13], index[13:]],
     )
     with caplog.at_level(logging.ERROR):
         slow = _reference(names, mode, predictions, targets, scores, index)
@@ -323,9 +328,11 @@ def test_group_bootstrap_values_equal_per_resample_reference(draw, rng, case, ca
     mode = evaluator._mode
     auc_scores = scores if scores is not None else predictions
     np.random.seed(5)  # noqa: NPY002
-    chunks = draw_group_weight_chunks(positions, n_groups, N_RESAMPLES, rows=13)
+    chunks = draw_group_weight_chunks(
+        positions, n_groups=n_groups, n_bootstrap=N_RESAMPLES, rows=13
+    )
     fast = bootstrap_metric_values(
-        targets, predictions, auc_scores, names, mode, weight_chunks=chunks
+        targets, predictions, auc_scores, names=names, mode=mode, weight_chunks=chunks
     )
     index = _group_index(5, positions, n_groups)
     with caplog.at_level(logging.ERROR):
@@ -347,15 +354,15 @@ def test_bootstrap_evaluate_with_groups_says_so(draw, rng):
     # same stream of draws.
     singletons = np.array([f"{i:02d}" for i in range(60)])
     np.random.seed(2)  # noqa: NPY002
-    by_group = evaluator.bootstrap_evaluate(split.prob, split.y, 50, groups=singletons)
+    by_group = evaluator.bootstrap_evaluate(split.prob, split.y, n_bootstrap=50, groups=singletons)
     np.random.seed(2)  # noqa: NPY002
-    by_sample = evaluator.bootstrap_evaluate(split.prob, split.y, 50)
+    by_sample = evaluator.bootstrap_evaluate(split.prob, split.y, n_bootstrap=50)
     for name in ("accuracy", "auc"):
         for key in ("mean", "std", "lower_ci", "upper_ci"):
             assert by_group[name][key] == pytest.approx(by_sample[name][key], abs=1e-12)
     for bad in (np.arange(59), np.r_[np.arange(59), np.nan], np.array([None] * 60, dtype=object)):
         with pytest.raises(ValueError, match="group"):
-            evaluator.bootstrap_evaluate(split.prob, split.y, 10, groups=bad)
+            evaluator.bootstrap_evaluate(split.prob, split.y, n_bootstrap=10, groups=bad)
 
 
 def test_patient_resampling_covers_where_segment_resampling_does_not():

@@ -37,12 +37,12 @@ ALL_SINGLE = ["accuracy", "balanced_accuracy", "precision", "recall", "f1", "auc
     ],
 )
 def test_resolve_average(y, average, n_classes, expected):
-    assert resolve_average(y, average, n_classes=n_classes) == expected
+    assert resolve_average(y, average=average, n_classes=n_classes) == expected
 
 
 def test_resolve_average_rejects_unknown_mode():
     with pytest.raises(ValueError, match="average must be one of"):
-        resolve_average(np.array([0, 1]), "samples")
+        resolve_average(np.array([0, 1]), average="samples")
 
 
 # --- classification metrics equal scikit-learn -------------------------------------------
@@ -69,7 +69,9 @@ def _sklearn_single(y, labels, scores, average, n_classes):
 
 @pytest.mark.parametrize("average", ["auto", "macro", "micro", "weighted"])
 def test_multiclass_matrix_equals_sklearn(multiclass, average):
-    got = calculate_classification_metrics(multiclass.y, multiclass.prob, ALL_SINGLE, average)
+    got = calculate_classification_metrics(
+        multiclass.y, multiclass.prob, metrics=ALL_SINGLE, average=average
+    )
     mode = "macro" if average == "auto" else average
     labels = multiclass.prob.argmax(axis=1)
     expected = _sklearn_single(multiclass.y, labels, multiclass.prob, mode, 4)
@@ -79,7 +81,7 @@ def test_multiclass_matrix_equals_sklearn(multiclass, average):
 
 
 def test_binary_two_column_matrix_equals_sklearn(binary):
-    got = calculate_classification_metrics(binary.y, binary.prob, ALL_SINGLE)
+    got = calculate_classification_metrics(binary.y, binary.prob, metrics=ALL_SINGLE)
     labels = binary.prob.argmax(axis=1)
     expected = _sklearn_single(binary.y, labels, binary.prob, "binary", 2)
     assert got == pytest.approx(expected, abs=1e-12)
@@ -88,7 +90,7 @@ def test_binary_two_column_matrix_equals_sklearn(binary):
 def test_binary_probability_vector_is_thresholded_strictly(binary):
     p = binary.prob[:, 1].copy()
     p[:3] = 0.5  # exactly 0.5 is negative: the threshold is strict
-    got = calculate_classification_metrics(binary.y, p, ALL_SINGLE)
+    got = calculate_classification_metrics(binary.y, p, metrics=ALL_SINGLE)
     labels = (p > 0.5).astype(int)
     assert got == pytest.approx(_sklearn_single(binary.y, labels, p, "binary", 2), abs=1e-12)
 
@@ -97,7 +99,7 @@ def test_hard_label_vector_equals_sklearn(rng):
     y = rng.integers(0, 3, 200)
     pred = rng.integers(0, 3, 200).astype(float)  # integer-valued floats are labels
     names = ["accuracy", "balanced_accuracy", "precision", "recall", "f1", "mcc"]
-    got = calculate_classification_metrics(y, pred, names)
+    got = calculate_classification_metrics(y, pred, metrics=names)
     p, r, f, _ = skm.precision_recall_fscore_support(y, pred, average="macro", zero_division=0)
     assert got["precision"] == pytest.approx(p, abs=1e-12)
     assert got["recall"] == pytest.approx(r, abs=1e-12)
@@ -109,7 +111,7 @@ def test_hard_label_vector_equals_sklearn(rng):
 def test_multilabel_equals_sklearn(multilabel, as_int):
     pred = (multilabel.prob > 0.5).astype(int) if as_int else multilabel.prob
     names = ["accuracy", "label_accuracy", "exact_match_accuracy", "precision", "recall", "f1"]
-    got = calculate_classification_metrics(multilabel.y, pred, [*names, "auroc"])
+    got = calculate_classification_metrics(multilabel.y, pred, metrics=[*names, "auroc"])
     labels = (multilabel.prob > 0.5).astype(int)
     p, r, f, _ = skm.precision_recall_fscore_support(
         multilabel.y, labels, average="macro", zero_division=0
@@ -146,7 +148,7 @@ def test_property_hard_labels_equal_sklearn(data, n, n_classes, average):
     y = data.draw(arrays(np.int64, n, elements=st.integers(0, n_classes - 1)))
     pred = data.draw(arrays(np.int64, n, elements=st.integers(0, n_classes - 1)))
     names = ["accuracy", "balanced_accuracy", "precision", "recall", "f1", "mcc"]
-    got = calculate_classification_metrics(y, pred, names, average)
+    got = calculate_classification_metrics(y, pred, metrics=names, average=average)
     p, r, f, _ = skm.precision_recall_fscore_support(y, pred, average=average, zero_division=0)
     balanced = skm.balanced_accuracy_score(y, pred)
     assert got["accuracy"] == pytest.approx(skm.accuracy_score(y, pred), abs=1e-12)
@@ -162,7 +164,7 @@ def test_auc_with_one_class_is_nan_with_warning(caplog):
     y = np.zeros(5, dtype=int)
     prob = np.tile([0.7, 0.3], (5, 1))
     with caplog.at_level(logging.WARNING):
-        got = calculate_classification_metrics(y, prob, ["accuracy", "auc", "mcc"])
+        got = calculate_classification_metrics(y, prob, metrics=["accuracy", "auc", "mcc"])
     assert math.isnan(got["auc"])
     assert got["accuracy"] == 1.0
     assert got["mcc"] == 0.0  # scikit-learn's value for a single class
@@ -174,13 +176,13 @@ def test_auc_follows_score_width_not_labels_present():
     # (no positives for class 2), not silently a two-class AUC.
     y = np.array([0, 1, 0, 1, 0, 1])
     prob = np.array([[0.6, 0.3, 0.1]] * 3 + [[0.2, 0.7, 0.1]] * 3)
-    assert math.isnan(calculate_classification_metrics(y, prob, ["auc"])["auc"])
+    assert math.isnan(calculate_classification_metrics(y, prob, metrics=["auc"])["auc"])
 
 
 def test_multilabel_mcc_and_balanced_accuracy_are_nan(multilabel, caplog):
     with caplog.at_level(logging.WARNING):
         got = calculate_classification_metrics(
-            multilabel.y, multilabel.prob, ["mcc", "balanced_accuracy"]
+            multilabel.y, multilabel.prob, metrics=["mcc", "balanced_accuracy"]
         )
     assert math.isnan(got["mcc"]) and math.isnan(got["balanced_accuracy"])
     assert "multi-label" in caplog.text
@@ -188,7 +190,7 @@ def test_multilabel_mcc_and_balanced_accuracy_are_nan(multilabel, caplog):
 
 def test_binary_average_on_multiclass_is_nan_not_error(multiclass):
     got = calculate_classification_metrics(
-        multiclass.y, multiclass.prob, ["f1", "accuracy"], "binary"
+        multiclass.y, multiclass.prob, metrics=["f1", "accuracy"], average="binary"
     )
     assert math.isnan(got["f1"])
     assert got["accuracy"] == pytest.approx(
@@ -198,12 +200,14 @@ def test_binary_average_on_multiclass_is_nan_not_error(multiclass):
 
 def test_one_dimensional_scores_with_three_classes_give_nan_auc():
     y = np.array([0, 1, 2, 1])
-    assert math.isnan(calculate_classification_metrics(y, np.array([0, 1, 2, 2]), ["auc"])["auc"])
+    assert math.isnan(
+        calculate_classification_metrics(y, np.array([0, 1, 2, 2]), metrics=["auc"])["auc"]
+    )
 
 
 def test_rows_within_tolerance_are_renormalised_for_auc(multiclass):
     prob = multiclass.prob * (1 + 5e-4)  # V5 accepts this, scikit-learn's AUC would not
-    got = calculate_classification_metrics(multiclass.y, prob, ["auc"])["auc"]
+    got = calculate_classification_metrics(multiclass.y, prob, metrics=["auc"])["auc"]
     normalised = prob / prob.sum(axis=1, keepdims=True)
     expected = skm.roc_auc_score(
         multiclass.y, normalised, multi_class="ovr", average="macro", labels=np.arange(4)
@@ -235,16 +239,20 @@ def test_rows_within_tolerance_are_renormalised_for_auc(multiclass):
 )
 def test_bad_input_raises_naming_the_problem(y, pred, message):
     with pytest.raises(ValueError, match=message):
-        calculate_classification_metrics(y, pred, ["accuracy"])
+        calculate_classification_metrics(y, pred, metrics=["accuracy"])
 
 
 def test_unknown_metric_name_is_rejected(multiclass):
     with pytest.raises(ValueError, match="unknown classification metric"):
-        calculate_classification_metrics(multiclass.y, multiclass.prob, ["accuracy", "kappa"])
+        calculate_classification_metrics(
+            multiclass.y, multiclass.prob, metrics=["accuracy", "kappa"]
+        )
 
 
 def test_single_class_in_y_true_is_valid_input():
-    got = calculate_classification_metrics(np.ones(4, int), np.ones(4, int), ["accuracy", "f1"])
+    got = calculate_classification_metrics(
+        np.ones(4, int), np.ones(4, int), metrics=["accuracy", "f1"]
+    )
     assert got == {"accuracy": 1.0, "f1": 1.0}
 
 
@@ -255,7 +263,7 @@ def test_regression_equals_sklearn_and_keeps_spelling(rng):
     y = rng.normal(size=50)
     pred = y + rng.normal(scale=0.3, size=50)
     names = ["mse", "mean_absolute_error", "r2_score", "rmse", "mae", "r2", "mean_squared_error"]
-    got = calculate_regression_metrics(y, pred[:, None], names)
+    got = calculate_regression_metrics(y, pred[:, None], metrics=names)
     mse = skm.mean_squared_error(y, pred)
     assert list(got) == names
     assert got["mse"] == pytest.approx(mse) and got["mean_squared_error"] == got["mse"]
@@ -281,7 +289,7 @@ def test_regression_defaults_and_single_sample_r2():
 )
 def test_regression_bad_input(y, pred, names, message):
     with pytest.raises(ValueError, match=message):
-        calculate_regression_metrics(y, pred, names)
+        calculate_regression_metrics(y, pred, metrics=names)
 
 
 # --- confusion matrix analysis -----------------------------------------------------------

@@ -82,7 +82,7 @@ def test_apply_temperature_layouts():
     expected = np.column_stack([1 - expit(single / 0.5), expit(single / 0.5)])
     np.testing.assert_allclose(apply_temperature(single, 0.5), expected)
     np.testing.assert_allclose(apply_temperature(single[:, None], 0.5), expected)
-    np.testing.assert_allclose(apply_temperature(z, 1.0, TASK_MULTILABEL), expit(z))
+    np.testing.assert_allclose(apply_temperature(z, 1.0, task=TASK_MULTILABEL), expit(z))
 
 
 @pytest.mark.parametrize("temperature", [0.0, -1.0, math.nan, math.inf, True, "2"])
@@ -146,7 +146,7 @@ def test_fit_rejects_bad_bounds(bounds):
 
 
 def test_fit_multilabel_inferred_from_targets(multilabel):
-    explicit = fit_temperature(multilabel.logits, multilabel.y, TASK_MULTILABEL)
+    explicit = fit_temperature(multilabel.logits, multilabel.y, task=TASK_MULTILABEL)
     np.testing.assert_array_equal(fit_temperature(multilabel.logits, multilabel.y), explicit)
     scaler = TemperatureScaler().fit(multilabel.logits, multilabel.y)
     assert scaler.task == TASK_MULTILABEL
@@ -159,17 +159,17 @@ def test_multilabel_fits_one_temperature_per_label(draw, rng):
     planted = np.array([0.5, 1.0, 2.5])
     split = draw.multilabel(rng, 40_000, 3)
     logits = split.logits * planted
-    fitted = fit_temperature(logits, split.y, TASK_MULTILABEL)
+    fitted = fit_temperature(logits, split.y, task=TASK_MULTILABEL)
     assert fitted.shape == (3,)
     np.testing.assert_allclose(fitted, planted, rtol=0.05)
     # Each label's T is that label's own one-dimensional NLL optimum (scipy, independently).
     for k in range(3):
-        alone = fit_temperature(logits[:, k], split.y[:, k], TASK_MULTILABEL)
+        alone = fit_temperature(logits[:, k], split.y[:, k], task=TASK_MULTILABEL)
         assert fitted[k] == pytest.approx(alone, rel=1e-9)
-    probs = apply_temperature(logits, fitted, TASK_MULTILABEL)
+    probs = apply_temperature(logits, fitted, task=TASK_MULTILABEL)
     np.testing.assert_allclose(probs, expit(logits / fitted), atol=1e-15)
-    assert temperature_nll(logits, split.y, fitted, TASK_MULTILABEL) < temperature_nll(
-        logits, split.y, float(np.exp(np.mean(np.log(fitted)))), TASK_MULTILABEL
+    assert temperature_nll(logits, split.y, fitted, task=TASK_MULTILABEL) < temperature_nll(
+        logits, split.y, float(np.exp(np.mean(np.log(fitted)))), task=TASK_MULTILABEL
     )
     row = calibration_report(
         split.y, expit(logits), fit_targets=split.y, fit_logits=logits, eval_logits=logits
@@ -183,9 +183,9 @@ def test_per_label_temperatures_need_multilabel_logits(multiclass, multilabel):
     with pytest.raises(ValueError, match="per-label temperatures"):
         apply_temperature(multiclass.logits, np.ones(4))
     with pytest.raises(ValueError, match="per-label temperatures"):
-        apply_temperature(multilabel.logits, np.ones(2), TASK_MULTILABEL)
+        apply_temperature(multilabel.logits, np.ones(2), task=TASK_MULTILABEL)
     with pytest.raises(ValueError, match="temperature"):
-        apply_temperature(multilabel.logits, np.array([1.0, 0.0, 1.0]), TASK_MULTILABEL)
+        apply_temperature(multilabel.logits, np.array([1.0, 0.0, 1.0]), task=TASK_MULTILABEL)
 
 
 def test_scaler_transform_before_fit_raises_and_nll_works_unfitted(multiclass):
@@ -241,7 +241,7 @@ def test_report_without_fit_pair_has_nan_scaled_entries(multiclass):
     scaled = [name for name in CALIBRATION_ROW_ORDER if name.endswith("_temp")]
     scaled.append("temperature")
     assert all(math.isnan(row[name]) for name in scaled)
-    base = calculate_calibration_metrics(multiclass.y, multiclass.prob, 10)
+    base = calculate_calibration_metrics(multiclass.y, multiclass.prob, n_bins=10)
     assert row["ece"] == base["ece"] and row["brier"] == base["brier"]
     assert row["nll"] == pytest.approx(base["nll"], abs=1e-12)
 

@@ -99,10 +99,10 @@ def test_single_label_run_directory(tmp_path, multiclass, draw, rng):
     run = tmp_path / "resnet_af_seed3"
     row = write_run_report(
         run,
-        "resnet",
-        "af",
         multiclass.y,
         multiclass.prob,
+        model="resnet",
+        dataset="af",
         logits=multiclass.logits,
         val=(val.y, val.logits),
         groups=groups,
@@ -113,7 +113,9 @@ def test_single_label_run_directory(tmp_path, multiclass, draw, rng):
     assert list(row) == list(SINGLE_LABEL_COLUMNS)
     assert sorted(p.name for p in run.iterdir()) == sorted(RUN_FILES)
     names = ["accuracy", "balanced_accuracy", "precision", "recall", "f1", "auc", "mcc"]
-    expected = calculate_classification_metrics(multiclass.y, multiclass.prob, names, "macro")
+    expected = calculate_classification_metrics(
+        multiclass.y, multiclass.prob, metrics=names, average="macro"
+    )
     assert row["auroc"] == expected["auc"] and row["mcc"] == expected["mcc"]
     assert row["average"] == "macro"
     calibration = calibration_report(
@@ -154,10 +156,10 @@ def test_predictions_file_round_trips_exactly(tmp_path, multiclass, draw, rng):
     val = draw.multiclass(rng, 50, 4)
     write_run_report(
         tmp_path / "run",
-        "m",
-        "d",
         multiclass.y,
         multiclass.prob,
+        model="m",
+        dataset="d",
         logits=multiclass.logits,
         val=(val.y, val.logits, np.arange(50) // 5),
         metadata={"seed": 0},
@@ -185,7 +187,13 @@ def test_predictions_file_round_trips_exactly(tmp_path, multiclass, draw, rng):
 def test_binary_vector_is_expanded_and_single_logit_kept(tmp_path, binary):
     p = binary.prob[:, 1]
     row = write_run_report(
-        tmp_path / "run", "m", "d", binary.y, p, logits=binary.logits, metadata={"seed": 1}
+        tmp_path / "run",
+        binary.y,
+        p,
+        model="m",
+        dataset="d",
+        logits=binary.logits,
+        metadata={"seed": 1},
     )
     frame = pd.read_csv(tmp_path / "run" / "predictions.csv")
     assert list(frame.columns) == ["sample_id", "group_id", "y_true", "prob_0", "prob_1", "logit_0"]
@@ -199,7 +207,12 @@ def test_binary_vector_is_expanded_and_single_logit_kept(tmp_path, binary):
 
 def test_multilabel_run_directory(tmp_path, multilabel):
     row = write_run_report(
-        tmp_path / "run", "m", "d", multilabel.y, multilabel.prob, metadata={"seed": 2}
+        tmp_path / "run",
+        multilabel.y,
+        multilabel.prob,
+        model="m",
+        dataset="d",
+        metadata={"seed": 2},
     )
     assert list(row) == list(MULTI_LABEL_COLUMNS)
     assert "average" not in row
@@ -217,7 +230,7 @@ def test_calibration_columns_in_the_metrics_file(tmp_path, binary, multilabel, d
     from deepecgkit.evaluation.calibration import calculate_calibration_metrics
 
     run = tmp_path / "binary"
-    row = write_run_report(run, "m", "d", binary.y, binary.prob, logits=binary.logits)
+    row = write_run_report(run, binary.y, binary.prob, model="m", dataset="d", logits=binary.logits)
     written = pd.read_csv(run / "classification_metrics.csv").iloc[0]
     expected = calculate_calibration_metrics(binary.y, binary.prob)
     for name in ("classwise_ece", "ece_debiased", "classwise_ece_debiased"):
@@ -228,10 +241,10 @@ def test_calibration_columns_in_the_metrics_file(tmp_path, binary, multilabel, d
     val = draw.multilabel(rng, 300, 3, scale=2.0)
     row = write_run_report(
         tmp_path / "multi",
-        "m",
-        "d",
         multilabel.y,
         multilabel.prob,
+        model="m",
+        dataset="d",
         val=(val.y, val.logits),
         metadata={"seed": 1},
     )
@@ -245,15 +258,17 @@ def test_calibration_columns_in_the_metrics_file(tmp_path, binary, multilabel, d
 def test_stale_validation_file_is_removed(tmp_path, multiclass, draw, rng):
     val = draw.multiclass(rng, 50, 4)
     run = tmp_path / "run_seed1"
-    write_run_report(run, "m", "d", multiclass.y, multiclass.prob, val=(val.y, val.logits))
+    write_run_report(
+        run, multiclass.y, multiclass.prob, model="m", dataset="d", val=(val.y, val.logits)
+    )
     assert (run / "val_predictions.csv").exists()
-    write_run_report(run, "m", "d", multiclass.y, multiclass.prob)
+    write_run_report(run, multiclass.y, multiclass.prob, model="m", dataset="d")
     assert not (run / "val_predictions.csv").exists()
 
 
 def test_metrics_file_is_written_last(tmp_path, multiclass):
     run = tmp_path / "run_seed1"
-    write_run_report(run, "m", "d", multiclass.y, multiclass.prob)
+    write_run_report(run, multiclass.y, multiclass.prob, model="m", dataset="d")
     order = [
         "predictions.csv",
         "split_info.json",
@@ -268,10 +283,10 @@ def test_seed_fallbacks_and_json_safety(tmp_path, multiclass, caplog):
     with caplog.at_level(logging.WARNING):
         write_run_report(
             tmp_path / "noseed",
-            "m",
-            "d",
             multiclass.y,
             multiclass.prob,
+            model="m",
+            dataset="d",
             metadata={"score": np.float32(0.5), "missing": float("nan"), "where": Path("/x")},
         )
     meta = read_json(tmp_path / "noseed" / "run_metadata.json")
@@ -282,7 +297,12 @@ def test_seed_fallbacks_and_json_safety(tmp_path, multiclass, caplog):
     assert split["n_train"] is None and split["n_val"] is None
     with pytest.raises(TypeError, match="not JSON serialisable"):
         write_run_report(
-            tmp_path / "bad", "m", "d", multiclass.y, multiclass.prob, metadata={"x": object()}
+            tmp_path / "bad",
+            multiclass.y,
+            multiclass.prob,
+            model="m",
+            dataset="d",
+            metadata={"x": object()},
         )
 
 
@@ -314,16 +334,25 @@ def test_invalid_arguments_write_nothing(tmp_path, multiclass, kwargs, message):
     model, dataset = arguments.pop("model"), arguments.pop("dataset")
     with pytest.raises(ValueError, match=message):
         write_run_report(
-            tmp_path / "run", model, dataset, multiclass.y, multiclass.prob, **arguments
+            tmp_path / "run",
+            multiclass.y,
+            multiclass.prob,
+            model=model,
+            dataset=dataset,
+            **arguments,
         )
     assert not (tmp_path / "run").exists()
 
 
 def test_invalid_predictions_write_nothing(tmp_path, multiclass, multilabel):
     with pytest.raises(ValueError, match="do not sum to 1"):
-        write_run_report(tmp_path / "run", "m", "d", multiclass.y, multiclass.prob * 0.9)
+        write_run_report(
+            tmp_path / "run", multiclass.y, multiclass.prob * 0.9, model="m", dataset="d"
+        )
     with pytest.raises(ValueError, match="always macro over labels"):
-        write_run_report(tmp_path / "run", "m", "d", multilabel.y, multilabel.prob, average="micro")
+        write_run_report(
+            tmp_path / "run", multilabel.y, multilabel.prob, model="m", dataset="d", average="micro"
+        )
     assert not (tmp_path / "run").exists()
 
 
@@ -389,10 +418,10 @@ def test_three_shapes_end_to_end(tmp_path, rng, shape):
     for seed in (0, 1):
         row = write_run_report(
             root / f"linear_{shape}_seed{seed}",
-            "linear",
-            shape,
             y[test],
             probabilities,
+            model="linear",
+            dataset=shape,
             logits=raw[test],
             val=(y[val], raw[val]),
             metadata={"params": {"width": width}},

@@ -119,7 +119,9 @@ def test_predictions_and_embedding(tmp_path, rng):
     plot_embedding(points, save_path=str(tmp_path / "plain.png"))
     assert_png(tmp_path / "plain.png", (8, 6))
     multi_hot = rng.integers(0, 2, (60, 3))
-    plot_embedding(points, multi_hot, ["a", "b"], save_path=str(tmp_path / "labels.png"))
+    plot_embedding(
+        points, multi_hot, class_names=["a", "b"], save_path=str(tmp_path / "labels.png")
+    )
     assert_png(tmp_path / "labels.png", (8, 6))
     plot_embedding(points, np.arange(60) % 12)
     legend = [t.get_text() for t in plt.gca().get_legend().get_texts()]
@@ -143,7 +145,7 @@ def test_reliability_diagram_png_and_pdf(tmp_path, multiclass):
     table = plot_reliability_diagram(
         multiclass.y, multiclass.prob, n_bins=10, save_path=str(tmp_path / "rel.png")
     )
-    pd.testing.assert_frame_equal(table, reliability_bins(multiclass.y, multiclass.prob, 10))
+    pd.testing.assert_frame_equal(table, reliability_bins(multiclass.y, multiclass.prob, n_bins=10))
     assert_png(tmp_path / "rel.png", (6, 7))
     pdf = (tmp_path / "rel.pdf").read_bytes()
     assert pdf.startswith(b"%PDF") and b"CreationDate" not in pdf
@@ -159,10 +161,10 @@ def test_binary_reliability_diagram_is_the_positive_class_diagram(binary):
     table = plot_reliability_diagram(binary.y, binary.prob, n_bins=10)
     fig = plt.gcf()
     pd.testing.assert_frame_equal(
-        table, reliability_bins(binary.y, binary.prob, 10, classwise=True)
+        table, reliability_bins(binary.y, binary.prob, n_bins=10, classwise=True)
     )
     assert (table["class"] == 1).all() and table["count"].sum() == binary.y.size
-    value = classwise_calibration_error(binary.y, binary.prob, 10)
+    value = classwise_calibration_error(binary.y, binary.prob, n_bins=10)
     assert f"class-wise ECE = {value:.4f} (10 bins)" in fig._suptitle.get_text()
     plt.close(fig)
 
@@ -176,7 +178,7 @@ def test_reliability_diagram_breaks_at_empty_bins_and_titles_ece(binary):
     empty = table["count"].to_numpy() == 0
     assert empty[:5].all()  # binary confidences are >= 0.5
     assert np.isnan(accuracy[empty]).all() and not np.isnan(accuracy[~empty]).any()
-    ece = expected_calibration_error(binary.y, binary.prob, 10)
+    ece = expected_calibration_error(binary.y, binary.prob, n_bins=10)
     assert f"ECE = {ece:.4f} (10 bins)" in fig._suptitle.get_text()
     plt.close(fig)
 

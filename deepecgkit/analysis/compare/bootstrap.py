@@ -251,7 +251,7 @@ def difference_statistics(
 def _point(metric: BatchMetric, labels: np.ndarray, prob: np.ndarray) -> float:
     """The metric on all groups (one row of unit weights)."""
     ones = np.ones((1, labels.size))
-    return float(evaluate_metric(metric, labels, prob, ones)[0])
+    return float(evaluate_metric(metric, labels, prob, weights=ones)[0])
 
 
 def _reason(refusal: str | None, n_valid: int) -> str | None:
@@ -286,7 +286,7 @@ def _informed(
         units = draws.n_units
     else:
         units = min(draws.n_units, expansion_cap(information.count))
-    return draws.reason or information_refusal(information, minimum, name), units
+    return draws.reason or information_refusal(information, minimum=minimum, metric=name), units
 
 
 def interval_from_grouped(
@@ -314,12 +314,12 @@ def interval_from_grouped(
     if draws.weights is None or refusal is not None:
         values = np.empty(0)
     else:
-        values = evaluate_metric(metric, labels, prob, draws.weights)
+        values = evaluate_metric(metric, labels, prob, weights=draws.weights)
         values = values[np.isfinite(values)]
     if method == INTERVAL_EXPANDED_BCA:
         influence = auroc_influence(labels, prob)
         ci_low, ci_high = expanded_bca_interval(
-            values, estimate, influence, confidence_level, n_units=units
+            values, estimate, influence, confidence_level=confidence_level, n_units=units
         )
         if values.size and math.isnan(ci_low):
             refusal = (
@@ -369,8 +369,8 @@ def difference_from_grouped(
     if draws.weights is None or refusal is not None:
         differences = np.empty(0)
     else:
-        values_a = evaluate_metric(metric, labels, prob_a, draws.weights)
-        values_b = evaluate_metric(metric, labels, prob_b, draws.weights)
+        values_a = evaluate_metric(metric, labels, prob_a, weights=draws.weights)
+        values_b = evaluate_metric(metric, labels, prob_b, weights=draws.weights)
         valid = np.isfinite(values_a) & np.isfinite(values_b)
         differences = values_a[valid] - values_b[valid]
     ci_low, ci_high, p_value, larger, smaller = difference_statistics(
@@ -421,7 +421,9 @@ def _prepare(
     interval: str,
 ) -> GroupDraws:
     """Validate, aggregate to groups and draw the count matrix (none below the minima)."""
-    check_bootstrap_settings(n_resamples, confidence_level, seed, min_groups)
+    check_bootstrap_settings(
+        n_resamples=n_resamples, confidence_level=confidence_level, seed=seed, min_groups=min_groups
+    )
     per_class = _check_count("min_groups_per_class", min_groups_per_class)
     _check_count("min_informative_groups", min_informative_groups, smallest=0)
     check_interval_method(interval)
@@ -431,10 +433,10 @@ def _prepare(
     grouped = aggregate_groups(labels, matrices, group_ids)
     return draw_for(
         grouped,
-        int(n_resamples),
-        int(seed),
-        bool(stratify),
-        int(min_groups),
+        n_resamples=int(n_resamples),
+        seed=int(seed),
+        stratify=bool(stratify),
+        min_groups=int(min_groups),
         min_groups_per_class=per_class,
     )
 
@@ -454,7 +456,9 @@ def expansion_units(labels: np.ndarray, stratified: bool) -> int:
     return int(usable.min()) if usable.size else 0
 
 
-def interval_refusal(labels: np.ndarray, min_groups: int, min_groups_per_class: int) -> str | None:
+def interval_refusal(
+    labels: np.ndarray, *, min_groups: int, min_groups_per_class: int
+) -> str | None:
     """Why groups with these labels cannot support an interval, or None.
 
     Args:
@@ -468,7 +472,7 @@ def interval_refusal(labels: np.ndarray, min_groups: int, min_groups_per_class: 
         count: they are not resampled.
 
     Example:
-        >>> interval_refusal(np.array([0, 0, 0, 1]), 3, 2)
+        >>> interval_refusal(np.array([0, 0, 0, 1]), min_groups=3, min_groups_per_class=2)
         'too_few_groups_in_class: class 1 has 1 test group; an interval needs at least 2 per class'
     """
     if labels.size < min_groups:
@@ -489,11 +493,11 @@ def interval_refusal(labels: np.ndarray, min_groups: int, min_groups_per_class: 
 
 def draw_for(
     grouped: GroupedData,
+    *,
     n_resamples: int,
     seed: int,
     stratify: bool,
     min_groups: int,
-    *,
     min_groups_per_class: int = MIN_BOOTSTRAP_GROUPS_PER_CLASS,
 ) -> GroupDraws:
     """The groups (reordered by label when stratified), their count matrix and the expansion n.
@@ -501,12 +505,14 @@ def draw_for(
     No count matrix is drawn when :func:`interval_refusal` gives a reason:
     fewer independent units than that cannot support an interval.
     """
-    reason = interval_refusal(grouped.labels, min_groups, min_groups_per_class)
+    reason = interval_refusal(
+        grouped.labels, min_groups=min_groups, min_groups_per_class=min_groups_per_class
+    )
     units = expansion_units(grouped.labels, stratify)
     if reason is not None:
         return GroupDraws(grouped, None, reason, units)
     ordered = by_label(grouped) if stratify else grouped
-    weights = draw_counts(ordered.labels, n_resamples, seed, stratify)
+    weights = draw_counts(ordered.labels, n_resamples=n_resamples, seed=seed, stratify=stratify)
     return GroupDraws(ordered, weights, None, units)
 
 
@@ -514,12 +520,12 @@ def cluster_bootstrap_metric(
     y_true: ArrayLike,
     prob: ArrayLike,
     groups: ArrayLike,
+    *,
     metric: str | BatchMetric,
     n_resamples: int = DEFAULT_N_RESAMPLES,
     confidence_level: float = CONFIDENCE_LEVEL,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     stratify: bool = True,
-    *,
     min_groups: int = MIN_BOOTSTRAP_GROUPS,
     min_groups_per_class: int = MIN_BOOTSTRAP_GROUPS_PER_CLASS,
     min_informative_groups: int = MIN_INFORMATIVE_GROUPS,
@@ -588,12 +594,12 @@ def cluster_bootstrap_difference(
     prob_a: ArrayLike,
     prob_b: ArrayLike,
     groups: ArrayLike,
+    *,
     metric: str | BatchMetric,
     n_resamples: int = DEFAULT_N_RESAMPLES,
     confidence_level: float = CONFIDENCE_LEVEL,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     stratify: bool = True,
-    *,
     min_groups: int = MIN_BOOTSTRAP_GROUPS,
     min_groups_per_class: int = MIN_BOOTSTRAP_GROUPS_PER_CLASS,
     min_informative_groups: int = MIN_INFORMATIVE_GROUPS,
@@ -637,9 +643,9 @@ def cluster_bootstrap_difference(
         >>> y = np.repeat([0, 1], 20)
         >>> p = np.where(y[:, None] == [0, 1], 0.8, 0.2)
         >>> groups = np.arange(40)
-        >>> cluster_bootstrap_difference(y, p, p, groups, "brier", min_groups=40).p_value
+        >>> cluster_bootstrap_difference(y, p, p, groups, metric="brier", min_groups=40).p_value
         1.0
-        >>> same = cluster_bootstrap_difference(y, p, p, groups, "accuracy", min_groups=40)
+        >>> same = cluster_bootstrap_difference(y, p, p, groups, metric="accuracy", min_groups=40)
         >>> same.no_interval_reason.split(";")[0]
         'too_few_informative_groups: 0 groups classified correctly by exactly one model'
 

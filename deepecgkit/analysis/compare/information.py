@@ -301,11 +301,13 @@ def expansion_cap(count: int) -> int:
     return 2 * count + 1
 
 
-def information_refusal(information: Information | None, minimum: int, metric: str) -> str | None:
+def information_refusal(
+    information: Information | None, *, minimum: int, metric: str
+) -> str | None:
     """Why ``information`` cannot support an interval of ``metric``, or None.
 
     Example:
-        >>> information_refusal(Information(2, "discordant groups"), 3, "accuracy")
+        >>> information_refusal(Information(2, "discordant groups"), minimum=3, metric="accuracy")
         'too_few_informative_groups: 2 discordant groups; an accuracy interval needs at least 3'
     """
     if information is None or information.count >= minimum:

@@ -74,7 +74,7 @@ def _is_int(value: object) -> bool:
 
 
 def check_bootstrap_settings(
-    n_resamples: object, confidence_level: object, seed: object, min_groups: object
+    *, n_resamples: object, confidence_level: object, seed: object, min_groups: object
 ) -> None:
     """Raise :class:`ComparisonError` for a setting outside its allowed range."""
     if not _is_int(n_resamples) or int(n_resamples) < 1:  # type: ignore[call-overload]
@@ -131,7 +131,7 @@ def _fill_counts(out: np.ndarray, draws: np.ndarray) -> None:
         out[start : start + n] = np.bincount(flat, minlength=n * size).reshape(n, size)
 
 
-def draw_counts(labels: np.ndarray, n_resamples: int, seed: int, stratify: bool) -> np.ndarray:
+def draw_counts(labels: np.ndarray, *, n_resamples: int, seed: int, stratify: bool) -> np.ndarray:
     """Draw ``n_resamples`` bootstrap resamples of groups as a count matrix.
 
     Args:
@@ -183,8 +183,8 @@ def evaluate_metric(
     metric: BatchMetric,
     labels: np.ndarray,
     prob: np.ndarray,
-    weights: np.ndarray,
     *,
+    weights: np.ndarray,
     max_elements: int | None = None,
 ) -> np.ndarray:
     """Evaluate ``metric`` on every row of ``weights``, in chunks of rows.
@@ -272,8 +272,8 @@ def expanded_bca_interval(
     values: np.ndarray,
     estimate: float,
     influence: np.ndarray,
-    confidence_level: float,
     *,
+    confidence_level: float,
     n_units: int,
 ) -> tuple[float, float]:
     """BCa interval of bootstrap ``values`` read at the expanded interval's ``alpha'``.

@@ -229,4 +229,4 @@ def test_classwise_ece_agrees_with_the_evaluation_package() -> None:
         y, prob = _data(5, n=200, n_classes=n_classes)[:2]
         ones = np.ones((1, y.size))
         value = batch_metric("classwise_ece", bins=BINS)(y, prob, ones)[0]
-        assert value == pytest.approx(classwise_calibration_error(y, prob, BINS), abs=1e-12)
+        assert value == pytest.approx(classwise_calibration_error(y, prob, n_bins=BINS), abs=1e-12)

@@ -47,7 +47,7 @@ def _fields(result) -> dict:
 
 def test_draws_follow_the_documented_generator_calls() -> None:
     labels = np.array([2, 0, 1, 0, 2, 2, 1, 0, 0])
-    weights = draw_counts(labels, 50, seed=11, stratify=True)
+    weights = draw_counts(labels, n_resamples=50, seed=11, stratify=True)
     rng = np.random.default_rng(11)
     expected = np.zeros((50, labels.size))
     for c in (0, 1, 2):
@@ -57,7 +57,7 @@ def test_draws_follow_the_documented_generator_calls() -> None:
             np.add.at(expected[r], members[draws[r]], 1)
     np.testing.assert_array_equal(weights, expected)
 
-    unstratified = draw_counts(labels, 50, seed=11, stratify=False)
+    unstratified = draw_counts(labels, n_resamples=50, seed=11, stratify=False)
     draws = np.random.default_rng(11).integers(0, labels.size, size=(50, labels.size))
     expected = np.stack([np.bincount(row, minlength=labels.size) for row in draws])
     np.testing.assert_array_equal(unstratified, expected)
@@ -65,10 +65,10 @@ def test_draws_follow_the_documented_generator_calls() -> None:
 
 def test_stratified_resamples_keep_every_class_group_count() -> None:
     labels = np.repeat([0, 1, 2, 3], [40, 7, 1, 12])
-    weights = draw_counts(labels, 1000, seed=0, stratify=True)
+    weights = draw_counts(labels, n_resamples=1000, seed=0, stratify=True)
     for c in range(4):
         np.testing.assert_array_equal(weights[:, labels == c].sum(axis=1), np.sum(labels == c))
-    unstratified = draw_counts(labels, 1000, seed=0, stratify=False)
+    unstratified = draw_counts(labels, n_resamples=1000, seed=0, stratify=False)
     assert np.all(unstratified.sum(axis=1) == labels.size)
     assert np.unique(unstratified[:, labels == 2].sum(axis=1)).size > 1
 
@@ -76,15 +76,15 @@ def test_stratified_resamples_keep_every_class_group_count() -> None:
 def test_same_seed_reproduces_bit_for_bit(predictions) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=30)
     first = cluster_bootstrap_difference(
-        y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=5, **OPEN
+        y, prob_a, prob_b, groups, metric="auroc", n_resamples=N_RESAMPLES, seed=5, **OPEN
     )
     second = cluster_bootstrap_difference(
-        y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=5, **OPEN
+        y, prob_a, prob_b, groups, metric="auroc", n_resamples=N_RESAMPLES, seed=5, **OPEN
     )
     assert _fields(first) == _fields(second)
     np.testing.assert_array_equal(first.differences, second.differences)
     other = cluster_bootstrap_difference(
-        y, prob_a, prob_b, groups, "auroc", N_RESAMPLES, seed=6, **OPEN
+        y, prob_a, prob_b, groups, metric="auroc", n_resamples=N_RESAMPLES, seed=6, **OPEN
     )
     assert not np.array_equal(first.differences, other.differences)
 
@@ -93,9 +93,17 @@ def test_same_seed_reproduces_bit_for_bit(predictions) -> None:
 def test_row_order_does_not_matter(predictions, metric: str) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=25, per_group=4)
     order = np.random.default_rng(1).permutation(y.size)
-    base = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES, **OPEN)
+    base = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, metric=metric, n_resamples=N_RESAMPLES, **OPEN
+    )
     shuffled = cluster_bootstrap_difference(
-        y[order], prob_a[order], prob_b[order], groups[order], metric, N_RESAMPLES, **OPEN
+        y[order],
+        prob_a[order],
+        prob_b[order],
+        groups[order],
+        metric=metric,
+        n_resamples=N_RESAMPLES,
+        **OPEN,
     )
     for name in ("estimate_a", "estimate_b", "difference", "ci_low", "ci_high", "p_value"):
         assert getattr(shuffled, name) == pytest.approx(getattr(base, name), abs=1e-12)
@@ -105,9 +113,13 @@ def test_row_order_does_not_matter(predictions, metric: str) -> None:
 @pytest.mark.parametrize("metric", ["auroc", "macro_auprc", "balanced_accuracy", "ece"])
 def test_chunk_size_does_not_change_results(predictions, monkeypatch, metric: str) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=24)
-    whole = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES, **OPEN)
+    whole = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, metric=metric, n_resamples=N_RESAMPLES, **OPEN
+    )
     monkeypatch.setattr(resampling, "MAX_BLOCK_ELEMENTS", 24 * 7)  # chunks of 7 resamples
-    chunked = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric, N_RESAMPLES, **OPEN)
+    chunked = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, metric=metric, n_resamples=N_RESAMPLES, **OPEN
+    )
     np.testing.assert_allclose(chunked.differences, whole.differences, rtol=0, atol=1e-12)
     assert (chunked.ci_low, chunked.ci_high) == pytest.approx((whole.ci_low, whole.ci_high))
     assert chunked.p_value == whole.p_value
@@ -116,7 +128,9 @@ def test_chunk_size_does_not_change_results(predictions, monkeypatch, metric: st
 def test_identical_predictions_give_zero_difference_and_p_one(predictions) -> None:
     y, prob, _, groups = _pair(predictions, n_groups=20)
     for metric in ("brier", "ece"):
-        result = cluster_bootstrap_difference(y, prob, prob, groups, metric, N_RESAMPLES, **OPEN)
+        result = cluster_bootstrap_difference(
+            y, prob, prob, groups, metric=metric, n_resamples=N_RESAMPLES, **OPEN
+        )
         assert result.difference == 0.0
         assert result.p_value == 1.0
         assert result.prob_a_larger == 0.0 and result.prob_a_smaller == 0.0
@@ -124,14 +138,16 @@ def test_identical_predictions_give_zero_difference_and_p_one(predictions) -> No
     # Accuracy and AUROC count the groups the two runs disagree on: none here, so the
     # test set says nothing about the difference and the interval is withheld.
     for metric in ("accuracy", "auroc"):
-        result = cluster_bootstrap_difference(y, prob, prob, groups, metric, N_RESAMPLES, **OPEN)
+        result = cluster_bootstrap_difference(
+            y, prob, prob, groups, metric=metric, n_resamples=N_RESAMPLES, **OPEN
+        )
         assert result.difference == 0.0 and math.isnan(result.p_value)
         assert result.no_interval_reason.startswith("too_few_informative_groups: 0 ")
 
 
 def test_too_few_groups_keeps_the_point_estimate_only(predictions) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=9)
-    result = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "accuracy")
+    result = cluster_bootstrap_difference(y, prob_a, prob_b, groups, metric="accuracy")
     assert math.isfinite(result.difference) and result.n_groups == 9
     for name in ("ci_low", "ci_high", "p_value", "prob_a_larger", "prob_a_smaller"):
         assert math.isnan(getattr(result, name))
@@ -139,17 +155,17 @@ def test_too_few_groups_keeps_the_point_estimate_only(predictions) -> None:
     assert result.no_interval_reason == (
         f"too_few_groups: 9 test groups; an interval needs at least {MIN_BOOTSTRAP_GROUPS}"
     )
-    interval = cluster_bootstrap_metric(y, prob_a, groups, "accuracy")
+    interval = cluster_bootstrap_metric(y, prob_a, groups, metric="accuracy")
     assert math.isnan(interval.ci_low) and interval.values.size == 0
     assert interval.no_interval_reason == result.no_interval_reason
     # Enough groups overall but three per class: refused for the class.
-    per_class = cluster_bootstrap_metric(y, prob_a, groups, "accuracy", min_groups=9)
+    per_class = cluster_bootstrap_metric(y, prob_a, groups, metric="accuracy", min_groups=9)
     assert per_class.values.size == 0
     assert per_class.no_interval_reason == (
         "too_few_groups_in_class: class 0 has 3 test groups; an interval needs at least "
         f"{MIN_BOOTSTRAP_GROUPS_PER_CLASS} per class"
     )
-    opened = cluster_bootstrap_metric(y, prob_a, groups, "accuracy", min_groups=9,
+    opened = cluster_bootstrap_metric(y, prob_a, groups, metric="accuracy", min_groups=9,
                                       min_groups_per_class=3, min_informative_groups=1)  # fmt: skip
     assert opened.values.size and opened.no_interval_reason is None
 
@@ -159,18 +175,24 @@ def test_the_minima_hold_at_their_thresholds(predictions) -> None:
     half = MIN_BOOTSTRAP_GROUPS // 2
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=2 * half, n_classes=2)
     assert half >= MIN_BOOTSTRAP_GROUPS_PER_CLASS
-    result = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "auroc", 100)
+    result = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, metric="auroc", n_resamples=100
+    )
     assert result.no_interval_reason is None and result.n_valid_resamples == 100
     keep = groups != groups[-1]  # one group fewer
     fewer = cluster_bootstrap_difference(y[keep], prob_a[keep], prob_b[keep], groups[keep],
-                                         "auroc", 100)  # fmt: skip
+                                         metric="auroc", n_resamples=100)  # fmt: skip
     assert fewer.no_interval_reason.startswith("too_few_groups:")
     labels = np.repeat([0, 1, 2], [40, 30, MIN_BOOTSTRAP_GROUPS_PER_CLASS - 1])
-    reason = interval_refusal(labels, MIN_BOOTSTRAP_GROUPS, MIN_BOOTSTRAP_GROUPS_PER_CLASS)
+    reason = interval_refusal(
+        labels, min_groups=MIN_BOOTSTRAP_GROUPS, min_groups_per_class=MIN_BOOTSTRAP_GROUPS_PER_CLASS
+    )
     assert reason.startswith(f"too_few_groups_in_class: class 2 has {labels.size - 70} test")
     labels[-1] = 0  # still too few in class 2
-    assert interval_refusal(labels, 60, MIN_BOOTSTRAP_GROUPS_PER_CLASS).startswith("too_few")
-    assert interval_refusal(np.repeat([0, 1], 30), 60, 15) is None
+    assert interval_refusal(
+        labels, min_groups=60, min_groups_per_class=MIN_BOOTSTRAP_GROUPS_PER_CLASS
+    ).startswith("too_few")
+    assert interval_refusal(np.repeat([0, 1], 30), min_groups=60, min_groups_per_class=15) is None
 
 
 def test_worked_p_value_check() -> None:
@@ -185,8 +207,9 @@ def test_worked_p_value_check() -> None:
 
 def test_result_fields_and_interval_definition(predictions) -> None:
     y, prob_a, prob_b, groups = _pair(predictions, n_groups=30, per_group=2)
+    settings = {"metric": "brier", "n_resamples": 200, "confidence_level": 0.9, "seed": 3, **OPEN}
     result = cluster_bootstrap_difference(
-        y, prob_a, prob_b, groups, "brier", 200, 0.9, 3, interval="percentile", **OPEN
+        y, prob_a, prob_b, groups, interval="percentile", **settings
     )
     assert isinstance(result, BootstrapDifference)
     assert list(vars(result)) == [
@@ -204,7 +227,7 @@ def test_result_fields_and_interval_definition(predictions) -> None:
 
     # The default, expanded percentile interval: the same draws, quantiles at alpha'/2
     # with n the smallest class's group count (30 groups over 3 classes: 10).
-    expanded = cluster_bootstrap_difference(y, prob_a, prob_b, groups, "brier", 200, 0.9, 3, **OPEN)
+    expanded = cluster_bootstrap_difference(y, prob_a, prob_b, groups, **settings)
     np.testing.assert_array_equal(expanded.differences, result.differences)
     tail = expanded_tail_probability(0.9, 10)
     low, high = np.quantile(result.differences, [tail / 2, 1 - tail / 2])
@@ -212,10 +235,14 @@ def test_result_fields_and_interval_definition(predictions) -> None:
     assert expanded.interval_method == "expanded-percentile"
     assert expanded.p_value == expanded_p_value(result.p_value, 10) >= result.p_value
 
-    interval = cluster_bootstrap_metric(y, prob_a, groups, "brier", 200, 0.9, 3, **OPEN)
+    interval = cluster_bootstrap_metric(
+        y, prob_a, groups, metric="brier", n_resamples=200, confidence_level=0.9, seed=3, **OPEN
+    )
     assert isinstance(interval, BootstrapInterval)
     # Paired: the same draws score both models, so a's values are the same as alone.
-    other = cluster_bootstrap_metric(y, prob_b, groups, "brier", 200, 0.9, 3, **OPEN)
+    other = cluster_bootstrap_metric(
+        y, prob_b, groups, metric="brier", n_resamples=200, confidence_level=0.9, seed=3, **OPEN
+    )
     np.testing.assert_allclose(interval.values - other.values, result.differences, atol=1e-15)
     assert interval.estimate == result.estimate_a
 
@@ -224,15 +251,15 @@ def test_groups_are_scored_on_mean_probabilities() -> None:
     y = np.array([0, 0, 1, 1, 1])
     prob = np.array([[0.9, 0.1], [0.2, 0.8], [0.4, 0.6], [0.3, 0.7], [0.8, 0.2]])
     groups = np.array([7, 7, "8", 8, 9], dtype=object)  # 7 and "7" would be one group too
-    result = cluster_bootstrap_metric(y, prob, groups, "brier", min_groups=1)
+    result = cluster_bootstrap_metric(y, prob, groups, metric="brier", min_groups=1)
     group_prob = np.array([[0.55, 0.45], [0.35, 0.65], [0.8, 0.2]])
     group_y = np.array([0, 1, 1])
     expected = np.mean(np.sum((group_prob - np.eye(2)[group_y]) ** 2, axis=1))
     assert result.estimate == pytest.approx(expected) and result.n_groups == 3
-    binary = cluster_bootstrap_metric(y, prob[:, 1], groups, "brier", min_groups=1)
+    binary = cluster_bootstrap_metric(y, prob[:, 1], groups, metric="brier", min_groups=1)
     assert binary.estimate == pytest.approx(expected)
     same = cluster_bootstrap_metric(
-        y, prob, np.array(["7", "7", "8", "8", "9"]), "brier", 50, **OPEN
+        y, prob, np.array(["7", "7", "8", "8", "9"]), metric="brier", n_resamples=50, **OPEN
     )
     assert same.n_groups == 3
 
@@ -245,7 +272,14 @@ def test_invalid_resamples_are_dropped_and_counted(predictions) -> None:
         return np.where(weights[:, 0] > 1, np.nan, values)
 
     result = cluster_bootstrap_difference(
-        y, prob_a, prob_b, groups, sometimes_undefined, N_RESAMPLES, stratify=False, **OPEN
+        y,
+        prob_a,
+        prob_b,
+        groups,
+        metric=sometimes_undefined,
+        n_resamples=N_RESAMPLES,
+        stratify=False,
+        **OPEN,
     )
     assert result.metric == "sometimes_undefined"
     assert 0 < result.n_valid_resamples < N_RESAMPLES
@@ -253,7 +287,9 @@ def test_invalid_resamples_are_dropped_and_counted(predictions) -> None:
     def never_defined(labels, prob, weights):
         return np.full(weights.shape[0], np.nan)
 
-    empty = cluster_bootstrap_difference(y, prob_a, prob_b, groups, never_defined, 50, **OPEN)
+    empty = cluster_bootstrap_difference(
+        y, prob_a, prob_b, groups, metric=never_defined, n_resamples=50, **OPEN
+    )
     assert empty.n_valid_resamples == 0 and math.isnan(empty.p_value)
     assert empty.no_interval_reason.startswith("no_valid_resample:")
 
@@ -274,7 +310,9 @@ def test_interval_covers_the_true_difference_at_about_the_nominal_rate() -> None
         p_true_b = np.where(correct_b, 0.8, 0.2)
         prob_a = np.where(labels == 1, p_true_a, 1 - p_true_a)
         prob_b = np.where(labels == 1, p_true_b, 1 - p_true_b)
-        result = cluster_bootstrap_difference(labels, prob_a, prob_b, groups, "accuracy", 400)
+        result = cluster_bootstrap_difference(
+            labels, prob_a, prob_b, groups, metric="accuracy", n_resamples=400
+        )
         covered += result.ci_low <= 0.1 <= result.ci_high
     assert 0.90 <= covered / n_datasets <= 0.98
 
@@ -331,11 +369,11 @@ def test_invalid_inputs_raise_comparison_error(change: dict, message: str) -> No
             arguments["prob_a"],
             arguments["prob_b"],
             arguments["groups"],
-            arguments["metric"],
-            arguments["n_resamples"],
-            arguments["confidence_level"],
-            arguments["seed"],
-            arguments["stratify"],
+            metric=arguments["metric"],
+            n_resamples=arguments["n_resamples"],
+            confidence_level=arguments["confidence_level"],
+            seed=arguments["seed"],
+            stratify=arguments["stratify"],
             min_groups=1,
             min_groups_per_class=arguments["min_groups_per_class"],
             interval=arguments["interval"],

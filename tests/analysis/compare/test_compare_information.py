@@ -80,10 +80,10 @@ def test_hand_checked_counts() -> None:
     difference = information_of(AUROC, y, (prob, other))
     assert difference.count == 1 and "placement differs" in difference.what
     assert information_of(batch_metric("brier"), y, (prob,)) is None
-    assert information_refusal(accuracy, 3, "accuracy") == (
+    assert information_refusal(accuracy, minimum=3, metric="accuracy") == (
         "too_few_informative_groups: 2 misclassified groups; an accuracy interval needs at least 3"
     )
-    assert information_refusal(accuracy, 2, "accuracy") is None
+    assert information_refusal(accuracy, minimum=2, metric="accuracy") is None
 
 
 def test_a_perfectly_separated_class_does_not_count() -> None:
@@ -161,10 +161,12 @@ def test_expanded_bca_matches_scipy_two_sample_bca(n_units: int) -> None:
     y = np.repeat([1, 0], [12, 30])
     p1 = special.expit(rng.normal(size=42) + 1.5 * y)
     prob = _binary(p1)
-    weights = draw_counts(y, 2000, seed=5, stratify=True)
+    weights = draw_counts(y, n_resamples=2000, seed=5, stratify=True)
     values = AUROC(y, prob, weights)
     estimate = float(AUROC(y, prob, np.ones((1, 42)))[0])
-    ours = expanded_bca_interval(values, estimate, auroc_influence(y, prob), 0.95, n_units=n_units)
+    ours = expanded_bca_interval(
+        values, estimate, auroc_influence(y, prob), confidence_level=0.95, n_units=n_units
+    )
     level = 1 - expanded_tail_probability(0.95, n_units)
     reference = stats.bootstrap(
         (p1[y == 1], p1[y == 0]),
@@ -180,7 +182,8 @@ def test_expanded_bca_matches_scipy_two_sample_bca(n_units: int) -> None:
 def test_bca_is_nan_when_every_resample_is_on_one_side() -> None:
     values = np.full(50, 0.9)
     assert all(
-        math.isnan(v) for v in expanded_bca_interval(values, 1.0, np.ones(4), 0.95, n_units=5)
+        math.isnan(v)
+        for v in expanded_bca_interval(values, 1.0, np.ones(4), confidence_level=0.95, n_units=5)
     )
 
 
@@ -203,9 +206,9 @@ def test_the_rule_restores_coverage_near_the_ceiling() -> None:
     replicates = 150
     for seed in range(replicates):
         y, p1, groups = _ceiling_set(rng, 60)
-        new = cluster_bootstrap_metric(y, p1, groups, "accuracy", 200, seed=seed)
+        new = cluster_bootstrap_metric(y, p1, groups, metric="accuracy", n_resamples=200, seed=seed)
         old = cluster_bootstrap_metric(
-            y, p1, groups, "accuracy", 200, seed=seed, interval="percentile",
+            y, p1, groups, metric="accuracy", n_resamples=200, seed=seed, interval="percentile",
             min_informative_groups=1,
         )  # fmt: skip
         old_hits += int(old.ci_low <= truth <= old.ci_high)
@@ -227,8 +230,10 @@ def test_the_count_caps_the_expansion(predictions) -> None:
     p1 = np.where(y == 1, 0.9, 0.1)
     p1[:MIN_INFORMATIVE_GROUPS] = 0.8  # three negatives predicted positive
     groups = np.arange(60)
-    result = cluster_bootstrap_metric(y, p1, groups, "accuracy", 400, seed=1)
-    plain = cluster_bootstrap_metric(y, p1, groups, "accuracy", 400, seed=1, interval="percentile")
+    result = cluster_bootstrap_metric(y, p1, groups, metric="accuracy", n_resamples=400, seed=1)
+    plain = cluster_bootstrap_metric(
+        y, p1, groups, metric="accuracy", n_resamples=400, seed=1, interval="percentile"
+    )
     assert result.no_interval_reason is None
     tail = expanded_tail_probability(0.95, expansion_cap(MIN_INFORMATIVE_GROUPS))
     assert (result.ci_low, result.ci_high) == tuple(
@@ -236,20 +241,24 @@ def test_the_count_caps_the_expansion(predictions) -> None:
     )
     fewer = p1.copy()
     fewer[0] = 0.1
-    refused = cluster_bootstrap_metric(y, fewer, groups, "accuracy", 400, seed=1)
+    refused = cluster_bootstrap_metric(y, fewer, groups, metric="accuracy", n_resamples=400, seed=1)
     assert refused.no_interval_reason == (
         "too_few_informative_groups: 2 misclassified groups; an accuracy interval needs at "
         f"least {MIN_INFORMATIVE_GROUPS}"
     )
     assert refused.values.size == 0 and refused.n_valid_resamples == 0
-    diff = cluster_bootstrap_difference(y, p1, fewer, groups, "accuracy", 400, seed=1)
+    diff = cluster_bootstrap_difference(
+        y, p1, fewer, groups, metric="accuracy", n_resamples=400, seed=1
+    )
     assert diff.no_interval_reason.startswith("too_few_informative_groups: 1 groups classified")
     assert math.isnan(diff.p_value) and diff.difference == pytest.approx(-1 / 60)
-    auroc = cluster_bootstrap_metric(y, p1, groups, "auroc", 400, seed=1)
+    auroc = cluster_bootstrap_metric(y, p1, groups, metric="auroc", n_resamples=400, seed=1)
     assert auroc.interval_method == "expanded-bca"
     assert auroc.no_interval_reason.startswith("too_few_informative_groups: 0 groups in a")
     # 0 switches the rule off: a perfect ranking then gets the degenerate interval [1, 1].
-    off = cluster_bootstrap_metric(y, p1, groups, "auroc", 400, seed=1, min_informative_groups=0)
+    off = cluster_bootstrap_metric(
+        y, p1, groups, metric="auroc", n_resamples=400, seed=1, min_informative_groups=0
+    )
     assert (off.ci_low, off.ci_high, off.no_interval_reason) == (1.0, 1.0, None)
     with pytest.raises(ComparisonError, match="min_informative_groups must be an integer >= 0"):
-        cluster_bootstrap_metric(y, p1, groups, "auroc", min_informative_groups=-1)
+        cluster_bootstrap_metric(y, p1, groups, metric="auroc", min_informative_groups=-1)

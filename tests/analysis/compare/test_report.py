@@ -186,7 +186,7 @@ def test_group_intervals_equal_the_public_bootstrap(report, corpus: Path) -> Non
     rows = report.run_summary.query("run_id == 'good/inception_af_seed2'").set_index("metric")
     for name in ("auroc", "ece", "recall_1", "class_coverage"):
         expected = cluster_bootstrap_metric(
-            y, prob, groups, batch_metric(name, bins=BINS), N_RESAMPLES, seed=4
+            y, prob, groups, metric=batch_metric(name, bins=BINS), n_resamples=N_RESAMPLES, seed=4
         )
         row = rows.loc[name]
         assert (row["estimate"], row["ci_low"], row["ci_high"]) == (
@@ -249,7 +249,7 @@ def test_empty_bins_are_gaps_in_the_figure(report) -> None:
     rows = report.reliability.query("run_id == 'good/resnet_af_seed1' and curve == 'top_label'")
     empty = (rows["count"] == 0).to_numpy()
     assert empty.any() and (~empty).any()
-    figure = reliability_figure(rows, BINS, "t")
+    figure = reliability_figure(rows, BINS, title="t")
     line = next(ln for ln in figure.axes[0].get_lines() if ln.get_marker() == "o")
     assert np.array_equal(np.isnan(np.asarray(line.get_ydata(), dtype=float)), empty)
     bars = figure.axes[1].patches
@@ -343,8 +343,8 @@ def test_paired_rows_equal_the_public_bootstrap(report, corpus: Path) -> None:
             candidate[columns].to_numpy(),
             reference[columns].to_numpy(),
             reference["group_id"],
-            batch_metric(name, bins=BINS),
-            N_RESAMPLES,
+            metric=batch_metric(name, bins=BINS),
+            n_resamples=N_RESAMPLES,
             seed=4,
         )
         row = rows.loc[name]
