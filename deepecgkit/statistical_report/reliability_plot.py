@@ -53,6 +53,14 @@ _PANEL_GAP = 0.06
 #: and the room kept above and below the title, in inches.
 _TITLE_LINE_INCHES = _TITLE_FONTSIZE * 1.2 / 72.0
 _TITLE_PAD_INCHES = 0.2
+#: Distance of the title's top from the figure's top, in inches.
+_TITLE_TOP_INCHES = 0.06
+#: Distance of the axis labels from their panels' edges, in inches: fixed
+#: positions, so neither label is placed by measuring the tick labels.
+_YLABEL_OFFSET_INCHES = 0.62
+_XLABEL_OFFSET_INCHES = 0.3
+#: Ticks of the probability axes (x of both panels, y of the upper one).
+_PROBABILITY_TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 #: Characters per title line before a long no-interval reason wraps.
 _TITLE_WIDTH = 70
 
@@ -128,12 +136,13 @@ def reliability_figure(rows: pd.DataFrame, bins: int, title: str) -> Figure:
     upper.plot(confidence, accuracy, marker="o", color="tab:blue", label="accuracy")
     upper.set_xlim(0.0, 1.0)
     upper.set_ylim(0.0, 1.0)
+    upper.set_yticks(_PROBABILITY_TICKS)
     upper.set_ylabel("accuracy")
     upper.legend(loc="upper left", fontsize="small")
-    upper.set_title(title, fontsize=_TITLE_FONTSIZE)
     centres = (np.arange(bins) + 0.5) / bins
     lower.bar(centres, rows["fraction"].to_numpy(dtype=np.float64), width=1.0 / bins)
     lower.set_xlim(0.0, 1.0)
+    lower.set_xticks(_PROBABILITY_TICKS)
     lower.set_xlabel("mean predicted probability (group level)")
     lower.set_ylabel("fraction")
     _fixed_layout(figure, title)
@@ -141,18 +150,37 @@ def reliability_figure(rows: pd.DataFrame, bins: int, title: str) -> Figure:
 
 
 def _fixed_layout(figure: Figure, title: str) -> None:
-    """Place the panels with the fixed margins, leaving room for ``title``'s lines."""
+    """Place the title, panels and axis labels at fixed positions.
+
+    The panels get fixed margins and the room ``title``'s lines need; the
+    title is the figure's (``suptitle``), and the axis labels sit at fixed
+    distances from their panels. Nothing is placed by measuring text, which
+    would draw the figure's text once more per figure.
+    """
     width, height = _FIGSIZE_INCHES
     title_inches = (title.count("\n") + 1) * _TITLE_LINE_INCHES + _TITLE_PAD_INCHES
+    left, right = _MARGIN_INCHES["left"], _MARGIN_INCHES["right"]
     figure.subplots_adjust(
-        left=_MARGIN_INCHES["left"] / width,
-        right=1.0 - _MARGIN_INCHES["right"] / width,
+        left=left / width,
+        right=1.0 - right / width,
         bottom=_MARGIN_INCHES["bottom"] / height,
         top=1.0 - title_inches / height,
         hspace=_PANEL_GAP,
     )
-    # Tick labels of the panels differ in width ("0.8", "0.025"): one column of y labels.
-    figure.align_ylabels()
+    # The panels' x span is the same, so the panels' centre is the title's.
+    figure.suptitle(
+        title,
+        fontsize=_TITLE_FONTSIZE,
+        x=(left + (width - left - right) / 2.0) / width,
+        y=1.0 - _TITLE_TOP_INCHES / height,
+        verticalalignment="top",
+    )
+    panel_width = width - left - right
+    upper, lower = figure.axes
+    for axes in (upper, lower):
+        axes.yaxis.set_label_coords(-_YLABEL_OFFSET_INCHES / panel_width, 0.5)
+    lower_height = lower.get_position().height * height
+    lower.xaxis.set_label_coords(0.5, -_XLABEL_OFFSET_INCHES / lower_height)
 
 
 def render_reliability(rows: pd.DataFrame, bins: int, title: str) -> tuple[bytes, bytes]:
