@@ -13,8 +13,9 @@ interpreter with fresh ``DEEPECG_OUTPUT`` and ``DAGSTER_HOME`` folders:
 Both read the same run folders (``DEEPECG_RUNS`` set to this tree's bundled
 corpus), so their outputs can be compared byte for byte: every frame, table
 and report file must be identical; the figures (PNG, PDF) may differ in
-rendering, and ``report/manifest.json`` records their hashes and the
-plotting source's, so it is compared with those fields removed.
+rendering, the current build writes PDFs only on request, and
+``report/manifest.json`` records the figures' hashes and the plotting
+source's, so it is compared with those fields and the PDF entries removed.
 
 Printed: wall and CPU seconds of each build (CPU of the child process, all
 threads), their ratios, the per-step times the build prints for steps of
@@ -104,10 +105,19 @@ def _build(label: str, tree: Path, scratch: Path) -> Build:
 
 
 def _manifest_without_figures(path: Path) -> dict:
+    """The manifest less what records figures: their hashes, the PDFs, the PDF setting.
+
+    The current build writes PDFs only on request (``pdf``, a setting the
+    baseline did not have), so the baseline's manifest lists a PDF per run
+    and the current one none; everything else must be equal.
+    """
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest.pop("plotting_source_sha256", None)
+    manifest.get("settings", {}).pop("pdf", None)
     manifest["figures"] = [
-        {k: v for k, v in entry.items() if k != "sha256"} for entry in manifest.get("figures", [])
+        {k: v for k, v in entry.items() if k != "sha256"}
+        for entry in manifest.get("figures", [])
+        if entry.get("format") != "pdf"
     ]
     return manifest
 
@@ -120,7 +130,10 @@ def compare_outputs(baseline: Path, current: Path) -> tuple[int, list[str], int]
     for name in sorted(names):
         if name.suffix in FIGURE_SUFFIXES:
             figures += 1
-            if not ((baseline / name).is_file() and (current / name).is_file()):
+            # PDFs are opt-in now; every PNG must still be drawn by both.
+            if name.suffix == ".png" and not (
+                (baseline / name).is_file() and (current / name).is_file()
+            ):
                 different.append(f"{name} (figure present in only one build)")
             continue
         compared += 1

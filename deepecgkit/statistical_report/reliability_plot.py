@@ -183,22 +183,32 @@ def _fixed_layout(figure: Figure, title: str) -> None:
     lower.xaxis.set_label_coords(0.5, -_XLABEL_OFFSET_INCHES / lower_height)
 
 
-def render_reliability(rows: pd.DataFrame, bins: int, title: str) -> tuple[bytes, bytes]:
-    """Render one run's reliability diagram as PNG and PDF bytes.
+def render_reliability(
+    rows: pd.DataFrame, bins: int, title: str, *, pdf: bool = False
+) -> dict[str, bytes]:
+    """Render one run's reliability diagram as PNG (and, on request, PDF) bytes.
 
     Args:
         rows: the run's ``reliability.csv`` rows, ``bins`` of them, in bin order.
         bins: number of equal-width bins.
         title: the figure title (see :func:`reliability_title`).
+        pdf: also render the vector PDF. Off by default: each PDF costs about
+            as much as drawing its figure again, the PNG is what the report's
+            readers (the UI, the README) show, and nothing reads the PDFs.
 
     Returns:
-        ``(png_bytes, pdf_bytes)``; the PNG at :data:`PNG_DPI`, the PDF vector.
-        Neither holds a timestamp; both carry ``title`` in their metadata.
+        Bytes by format, ``"png"`` first (at :data:`PNG_DPI`), then ``"pdf"``
+        when requested. Neither holds a timestamp; both carry ``title`` in
+        their metadata.
     """
     figure = reliability_figure(rows, bins, title)
-    png, pdf = io.BytesIO(), io.BytesIO()
+    png = io.BytesIO()
     figure.savefig(png, format="png", dpi=PNG_DPI, metadata={"Title": title})
-    figure.savefig(
-        pdf, format="pdf", metadata={"Title": title, "CreationDate": None, "ModDate": None}
-    )
-    return png.getvalue(), pdf.getvalue()
+    rendered = {"png": png.getvalue()}
+    if pdf:
+        vector = io.BytesIO()
+        figure.savefig(
+            vector, format="pdf", metadata={"Title": title, "CreationDate": None, "ModDate": None}
+        )
+        rendered["pdf"] = vector.getvalue()
+    return rendered
