@@ -57,13 +57,14 @@ class ReportConfig(dg.Config):
     n_resamples: int = Field(default=DEFAULT_N_RESAMPLES, ge=1, description="bootstrap resamples")
     seed: int = Field(default=DEFAULT_BOOTSTRAP_SEED, ge=0, description="bootstrap seed")
     allow_partial: bool = Field(default=False, description="admit partial runs (exploratory)")
-    plots: bool = Field(default=True, description="draw reliability diagrams (PNG and PDF)")
+    plots: bool = Field(default=True, description="draw reliability diagrams (PNG)")
+    pdf: bool = Field(default=False, description="also write each diagram as a vector PDF")
 
 
 @dg.asset(
     group_name=REPORT_GROUP,
     automation_condition=EAGER,
-    kinds={"python", "csv", "pdf"},
+    kinds={"python", "csv", "png"},
 )
 def statistical_report(
     config: ReportConfig,
@@ -99,6 +100,7 @@ def statistical_report(
             reference=config.reference,
             allow_partial=config.allow_partial,
             plots=config.plots,
+            pdf=config.pdf,
             overwrite=True,
             seed=config.seed,
         )

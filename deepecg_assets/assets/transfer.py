@@ -116,10 +116,16 @@ def transfer_matrix(
             },
         )
 
-    from deepecgkit.evaluation.transfer import cross_dataset_transfer
+    from deepecgkit.evaluation.transfer import cross_dataset_transfer, protocol_data_module
     from deepecgkit.registry import get_dataset_names
 
     registered = set(get_dataset_names())
+    # One probe data module per target, shared by every architecture: building
+    # a target's dataset and splits is the same work for each of them.
+    modules = {
+        target: protocol_data_module(target, seed=config.seed)
+        for target in sorted({d for by in checkpoints.values() for d in by if d in registered})
+    }
     rows: list[dict] = []
     skipped: dict[str, str] = {}
     for architecture, by_dataset in checkpoints.items():
@@ -132,6 +138,7 @@ def transfer_matrix(
                 {d: str(by_dataset[d]) for d in targets},
                 architecture,
                 targets=targets,
+                data_modules={d: modules[d] for d in targets},
                 metric=config.metric,
                 seed=config.seed,
                 device=config.device,

@@ -120,6 +120,12 @@ DEFAULT_PROBE_RANDOM_STATE = DEFAULT_RANDOM_STATE
 PROBE_INPUT_CHANNELS = 1
 #: Hz.
 PROBE_SAMPLING_RATE = 100
+#: BLAS threads while the linear probes are fitted. One: each probe is a
+#: logistic regression on a few hundred embeddings, too small for a second
+#: thread to do more than wait (on a busy two-core machine two threads took
+#: twice the CPU time; ``benchmarks/bench_demo_build.py``). The fitted
+#: probes are the same either way.
+PROBE_BLAS_THREADS = 1
 PROBE_DATASETS = ("af-classification", "mitbih-afdb", "ltafdb", "ptb-xl")
 PROTOCOL_DATASET_KWARGS: dict[str, dict[str, list[str]]] = {
     "ptb-xl": {"leads": ["II"]},

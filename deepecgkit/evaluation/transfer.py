@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from deepecgkit.evaluation.constants import (
     DEFAULT_PROBE_METRIC,
@@ -31,6 +32,7 @@ from deepecgkit.evaluation.constants import (
     KEEP_DIAGONAL,
     KEEP_EMBEDDINGS_MODES,
     KEEP_NONE,
+    PROBE_BLAS_THREADS,
     PROBE_DATASETS,
     PROBE_INPUT_CHANNELS,
     PROBE_METRICS,
@@ -396,22 +398,23 @@ def cross_dataset_transfer(
             },
         },
     )
-    for col, target in enumerate(columns):
-        module = modules[target]
-        class_names = getattr(module.dataset, "class_names", None)
-        if class_names is not None:
-            matrix.class_names[target] = list(class_names)
-        for row, (source, extractor) in enumerate(rows):
-            if isinstance(extractor, str):
-                result, test = _nan_cell(metric, model_name, source, target, extractor), None
-            else:
-                result, test = _probe_cell(
-                    extractor, module, metric, model_name, source, target, probe_kwargs
-                )
-            values[row, col] = result.score
-            matrix.results[_cell_key(source, target)] = result
-            if test is not None and _keep(keep_embeddings, source, target):
-                matrix.embeddings[_cell_key(source, target)] = test
+    with threadpool_limits(limits=PROBE_BLAS_THREADS, user_api="blas"):
+        for col, target in enumerate(columns):
+            module = modules[target]
+            class_names = getattr(module.dataset, "class_names", None)
+            if class_names is not None:
+                matrix.class_names[target] = list(class_names)
+            for row, (source, extractor) in enumerate(rows):
+                if isinstance(extractor, str):
+                    result, test = _nan_cell(metric, model_name, source, target, extractor), None
+                else:
+                    result, test = _probe_cell(
+                        extractor, module, metric, model_name, source, target, probe_kwargs
+                    )
+                values[row, col] = result.score
+                matrix.results[_cell_key(source, target)] = result
+                if test is not None and _keep(keep_embeddings, source, target):
+                    matrix.embeddings[_cell_key(source, target)] = test
     return matrix
 
 

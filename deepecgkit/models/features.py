@@ -13,6 +13,8 @@ labels.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,12 +28,40 @@ from tqdm.auto import tqdm
 from deepecgkit.models.checkpoint import build_model_from_checkpoint, read_checkpoint
 from deepecgkit.utils import AUTO_DEVICE, resolve_device
 
-__all__ = ["DEFAULT_EXTRACT_BATCH_SIZE", "FeatureExtractor", "FeatureSet"]
+__all__ = [
+    "DEFAULT_EXTRACT_BATCH_SIZE",
+    "DEFAULT_EXTRACT_THREADS",
+    "FeatureExtractor",
+    "FeatureSet",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Windows embedded per forward pass.
 DEFAULT_EXTRACT_BATCH_SIZE = 32
+#: torch intra-op threads while embedding. One: the encoders are small and a
+#: batch is a few dozen windows, so a second thread mostly waits for the
+#: first (measured in ``benchmarks/bench_demo_build.py``: on a busy two-core
+#: machine two threads cost several times the CPU time of one, and took
+#: longer). The embeddings are the same either way.
+DEFAULT_EXTRACT_THREADS = 1
+
+
+@contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Run the block with ``count`` torch intra-op threads, then restore the previous count.
+
+    None leaves torch's setting alone.
+    """
+    if count is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 @dataclass
@@ -79,10 +109,12 @@ class FeatureExtractor:
         device: ``"auto"``, ``"cpu"``, ``"cuda"``...
         num_workers: DataLoader workers for :meth:`extract`.
         progress: show a progress bar while extracting.
+        num_threads: torch intra-op threads while embedding (restored
+            afterwards); None keeps torch's setting.
 
     Raises:
         ValueError: a model without ``extract_features``, or a non-positive
-            batch size.
+            batch size or thread count.
     """
 
     def __init__(
@@ -93,6 +125,7 @@ class FeatureExtractor:
         device: str = AUTO_DEVICE,
         num_workers: int = 0,
         progress: bool = False,
+        num_threads: int | None = DEFAULT_EXTRACT_THREADS,
     ) -> None:
         if not callable(getattr(model, "extract_features", None)):
             raise ValueError(
@@ -101,6 +134,8 @@ class FeatureExtractor:
             )
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if num_threads is not None and int(num_threads) < 1:
+            raise ValueError(f"num_threads must be at least 1 (or None), got {num_threads}")
         self.device = resolve_device(device)
         self.model = model.to(self.device).eval()
         for parameter in self.model.parameters():
@@ -109,6 +144,7 @@ class FeatureExtractor:
         self.batch_size = int(batch_size)
         self.num_workers = int(num_workers)
         self.progress = bool(progress)
+        self.num_threads = None if num_threads is None else int(num_threads)
 
     @classmethod
     def from_checkpoint(
@@ -141,7 +177,7 @@ class FeatureExtractor:
     def _embed(self, loader: DataLoader, desc: str) -> np.ndarray:
         chunks: list[np.ndarray] = []
         batches = tqdm(loader, desc=desc, disable=not self.progress, leave=False)
-        with torch.inference_mode():
+        with torch.inference_mode(), torch_threads(self.num_threads):
             for batch in batches:
                 x = batch[0] if isinstance(batch, (list, tuple)) else batch
                 embedding = self.model.extract_features(x.to(self.device, dtype=torch.float32))

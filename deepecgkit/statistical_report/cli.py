@@ -78,6 +78,9 @@ def _parser() -> _Parser:
         help="admit runs missing metadata, fingerprint, split info or predictions (exploratory)",
     )
     parser.add_argument("--no-plots", action="store_true", help="write no figures")
+    parser.add_argument(
+        "--pdf", action="store_true", help="write each figure as a vector PDF too (PNG always)"
+    )
     parser.add_argument("--overwrite", action="store_true", help="write into a non-empty DIR")
     parser.add_argument(
         "--seed", default=str(DEFAULT_BOOTSTRAP_SEED), help="bootstrap seed (default 0)"
@@ -130,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             reference=args.reference,
             allow_partial=args.allow_partial,
             plots=not args.no_plots,
+            pdf=args.pdf,
             overwrite=args.overwrite,
             seed=_setting("seed", args.seed, int),
         )

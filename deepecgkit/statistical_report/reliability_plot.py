@@ -40,6 +40,27 @@ PNG_DPI = 150
 _FIGSIZE_INCHES = (5.0, 6.0)
 _HEIGHT_RATIOS = (3, 1)
 _TITLE_FONTSIZE = 9
+#: Fixed margins in inches: left (tick labels and y label), right, bottom
+#: (x tick labels and x label). A fixed layout instead of ``tight_layout``,
+#: which draws the whole figure once more only to measure it; the labels
+#: and tick labels are the same in every figure, only the title's height
+#: varies, and that is computed from its line count.
+_MARGIN_INCHES = {"left": 0.85, "right": 0.3, "bottom": 0.5}
+#: Gap between the panels, as a fraction of the mean panel height
+#: (matplotlib's ``hspace``); the upper panel has no x tick labels.
+_PANEL_GAP = 0.06
+#: Height of one title line (font size times matplotlib's 1.2 line spacing)
+#: and the room kept above and below the title, in inches.
+_TITLE_LINE_INCHES = _TITLE_FONTSIZE * 1.2 / 72.0
+_TITLE_PAD_INCHES = 0.2
+#: Distance of the title's top from the figure's top, in inches.
+_TITLE_TOP_INCHES = 0.06
+#: Distance of the axis labels from their panels' edges, in inches: fixed
+#: positions, so neither label is placed by measuring the tick labels.
+_YLABEL_OFFSET_INCHES = 0.62
+_XLABEL_OFFSET_INCHES = 0.3
+#: Ticks of the probability axes (x of both panels, y of the upper one).
+_PROBABILITY_TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 #: Characters per title line before a long no-interval reason wraps.
 _TITLE_WIDTH = 70
 
@@ -115,34 +136,79 @@ def reliability_figure(rows: pd.DataFrame, bins: int, *, title: str) -> Figure:
     upper.plot(confidence, accuracy, marker="o", color="tab:blue", label="accuracy")
     upper.set_xlim(0.0, 1.0)
     upper.set_ylim(0.0, 1.0)
+    upper.set_yticks(_PROBABILITY_TICKS)
     upper.set_ylabel("accuracy")
     upper.legend(loc="upper left", fontsize="small")
-    upper.set_title(title, fontsize=_TITLE_FONTSIZE)
     centres = (np.arange(bins) + 0.5) / bins
     lower.bar(centres, rows["fraction"].to_numpy(dtype=np.float64), width=1.0 / bins)
     lower.set_xlim(0.0, 1.0)
+    lower.set_xticks(_PROBABILITY_TICKS)
     lower.set_xlabel("mean predicted probability (group level)")
     lower.set_ylabel("fraction")
-    figure.tight_layout()
+    _fixed_layout(figure, title)
     return figure
 
 
-def render_reliability(rows: pd.DataFrame, bins: int, *, title: str) -> tuple[bytes, bytes]:
-    """Render one run's reliability diagram as PNG and PDF bytes.
+def _fixed_layout(figure: Figure, title: str) -> None:
+    """Place the title, panels and axis labels at fixed positions.
+
+    The panels get fixed margins and the room ``title``'s lines need; the
+    title is the figure's (``suptitle``), and the axis labels sit at fixed
+    distances from their panels. Nothing is placed by measuring text, which
+    would draw the figure's text once more per figure.
+    """
+    width, height = _FIGSIZE_INCHES
+    title_inches = (title.count("\n") + 1) * _TITLE_LINE_INCHES + _TITLE_PAD_INCHES
+    left, right = _MARGIN_INCHES["left"], _MARGIN_INCHES["right"]
+    figure.subplots_adjust(
+        left=left / width,
+        right=1.0 - right / width,
+        bottom=_MARGIN_INCHES["bottom"] / height,
+        top=1.0 - title_inches / height,
+        hspace=_PANEL_GAP,
+    )
+    # The panels' x span is the same, so the panels' centre is the title's.
+    figure.suptitle(
+        title,
+        fontsize=_TITLE_FONTSIZE,
+        x=(left + (width - left - right) / 2.0) / width,
+        y=1.0 - _TITLE_TOP_INCHES / height,
+        verticalalignment="top",
+    )
+    panel_width = width - left - right
+    upper, lower = figure.axes
+    for axes in (upper, lower):
+        axes.yaxis.set_label_coords(-_YLABEL_OFFSET_INCHES / panel_width, 0.5)
+    lower_height = lower.get_position().height * height
+    lower.xaxis.set_label_coords(0.5, -_XLABEL_OFFSET_INCHES / lower_height)
+
+
+def render_reliability(
+    rows: pd.DataFrame, bins: int, *, title: str, pdf: bool = False
+) -> dict[str, bytes]:
+    """Render one run's reliability diagram as PNG (and, on request, PDF) bytes.
 
     Args:
         rows: the run's ``reliability.csv`` rows, ``bins`` of them, in bin order.
         bins: number of equal-width bins.
         title: the figure title (see :func:`reliability_title`).
+        pdf: also render the vector PDF. Off by default: each PDF costs about
+            as much as drawing its figure again, the PNG is what the report's
+            readers (the UI, the README) show, and nothing reads the PDFs.
 
     Returns:
-        ``(png_bytes, pdf_bytes)``; the PNG at :data:`PNG_DPI`, the PDF vector.
-        Neither holds a timestamp; both carry ``title`` in their metadata.
+        Bytes by format, ``"png"`` first (at :data:`PNG_DPI`), then ``"pdf"``
+        when requested. Neither holds a timestamp; both carry ``title`` in
+        their metadata.
     """
     figure = reliability_figure(rows, bins, title=title)
-    png, pdf = io.BytesIO(), io.BytesIO()
+    png = io.BytesIO()
     figure.savefig(png, format="png", dpi=PNG_DPI, metadata={"Title": title})
-    figure.savefig(
-        pdf, format="pdf", metadata={"Title": title, "CreationDate": None, "ModDate": None}
-    )
-    return png.getvalue(), pdf.getvalue()
+    rendered = {"png": png.getvalue()}
+    if pdf:
+        vector = io.BytesIO()
+        figure.savefig(
+            vector, format="pdf", metadata={"Title": title, "CreationDate": None, "ModDate": None}
+        )
+        rendered["pdf"] = vector.getvalue()
+    return rendered

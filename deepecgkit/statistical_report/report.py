@@ -351,8 +351,10 @@ def _write_figures(
     scores: dict[str, RunScores],
     reliability: pd.DataFrame,
     bins: int,
+    *,
+    pdf: bool,
 ) -> tuple[list[dict[str, str]], list[Path], str]:
-    """Draw and write each included run's PNG and PDF; return index entries, paths, source hash."""
+    """Draw and write each included run's PNG (and PDF); return entries, paths, source hash."""
     from deepecgkit.statistical_report import reliability_plot
 
     entries: list[dict[str, str]] = []
@@ -377,9 +379,9 @@ def _write_figures(
             classwise_ece=score.classwise_ece,
             curve=score.figure_curve,
         )
-        png, pdf = reliability_plot.render_reliability(rows, bins, title=title)
+        rendered = reliability_plot.render_reliability(rows, bins, title=title, pdf=pdf)
         stem = _figure_stem(run)
-        for extension, data in (("png", png), ("pdf", pdf)):
+        for extension, data in rendered.items():
             relative = f"{FIGURES_FOLDER}/{stem}.{extension}"
             paths.append(atomic_write_bytes(out_dir / relative, data))
             entries.append(
@@ -404,6 +406,7 @@ def statistical_report(
     reference: str | None = None,
     allow_partial: bool = False,
     plots: bool = True,
+    pdf: bool = False,
     overwrite: bool = False,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     run_dirs: Sequence[str | os.PathLike[str]] | None = None,
@@ -424,6 +427,8 @@ def statistical_report(
             (missing metadata/fingerprint/split information, incomplete
             predictions), marked ``partial``.
         plots: draw reliability figures (False never imports matplotlib).
+        pdf: with ``plots``, write each figure as a vector PDF too (the PNG
+            is always written).
         overwrite: allow writing into a non-empty ``out_dir``.
         seed: seed of every bootstrap (each run and pair reseeds with it).
         run_dirs: the run directories to report, found by the caller (the
@@ -447,7 +452,7 @@ def statistical_report(
         confidence_level,
         seed,
         reference,
-        {"allow_partial": allow_partial, "plots": plots, "overwrite": overwrite},
+        {"allow_partial": allow_partial, "plots": plots, "pdf": pdf, "overwrite": overwrite},
     )
     root_paths = _check_roots(roots)
     out_path = Path(out_dir)
@@ -515,7 +520,7 @@ def statistical_report(
     plotting_source = None
     if plots:
         figure_entries, figure_paths, plotting_source = _write_figures(
-            out_path, included, scores, frames["reliability.csv"], settings.bins
+            out_path, included, scores, frames["reliability.csv"], settings.bins, pdf=pdf
         )
     manifest = build_manifest(
         roots=[root.resolve() for root in root_paths],
@@ -527,6 +532,7 @@ def statistical_report(
             "reference": reference,
             "allow_partial": allow_partial,
             "plots": plots,
+            "pdf": pdf,
             "stratified": True,
             "group_aggregation": "mean_probability",
             "interval": INTERVAL_AUTO,

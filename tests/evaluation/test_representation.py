@@ -283,6 +283,46 @@ def test_cross_dataset_transfer(modules, af_checkpoint: Path, tmp_path: Path) ->
         TransferMatrix.load(tmp_path / "m.csv")
 
 
+def test_probes_fit_on_one_blas_thread_and_the_setting_is_restored(
+    modules, af_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cells are probed with PROBE_BLAS_THREADS BLAS threads; the caller's count returns.
+
+    The scores are those of a probe on two BLAS threads.
+    """
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from deepecgkit.evaluation import transfer as transfer_module
+    from deepecgkit.evaluation.constants import PROBE_BLAS_THREADS
+
+    def blas_threads() -> set[int]:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen: list[set[int]] = []
+    real_probe = transfer_module.linear_probe
+
+    def recording_probe(*args, **kwargs):
+        seen.append(blas_threads())
+        return real_probe(*args, **kwargs)
+
+    monkeypatch.setattr(transfer_module, "linear_probe", recording_probe)
+    with threadpool_limits(limits=2, user_api="blas"):
+        matrix = cross_dataset_transfer(
+            {"synthetic-af": af_checkpoint}, "simple-cnn", data_modules=modules, device="cpu"
+        )
+        assert blas_threads() == {2}
+        cell = matrix.result_for("synthetic-af", "synthetic-af")
+        train = FeatureExtractor.from_checkpoint(af_checkpoint, device="cpu").extract(
+            modules["synthetic-af"], split="train"
+        )
+        test = FeatureExtractor.from_checkpoint(af_checkpoint, device="cpu").extract(
+            modules["synthetic-af"], split="test"
+        )
+        two_threads = real_probe(train, test, source="synthetic-af", target="synthetic-af")
+    assert seen and all(threads == {PROBE_BLAS_THREADS} for threads in seen)
+    assert cell.to_dict() == two_threads.to_dict() | {"model_name": cell.model_name}
+
+
 def test_a_cell_the_encoder_cannot_read_is_nan_with_a_note(tmp_path: Path) -> None:
     twelve = ECGDataModule(
         dataset_class=SyntheticPTBXLDataset, seed=0, dataset_kwargs={"n_patients": 20}

@@ -95,3 +95,34 @@ def test_models_without_an_embedding_are_refused() -> None:
 
     with pytest.raises(ValueError, match="no extract_features"):
         FeatureExtractor(FeatureBaseline())  # type: ignore[arg-type]
+
+
+def test_embedding_threads_are_set_for_the_loop_and_restored(af_module: ECGDataModule) -> None:
+    """One intra-op thread by default while embedding; torch's own setting afterwards.
+
+    The embeddings do not depend on the thread count, so the default can be
+    the cheap one.
+    """
+    torch.manual_seed(0)
+    model = SimpleCNN(input_channels=1, output_size=1)
+    seen: list[int] = []
+    hook = model.encoder.register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        single = FeatureExtractor(model, device="cpu").extract(af_module, split="test")
+        assert set(seen) == {1} and torch.get_num_threads() == 2
+        seen.clear()
+        kept = FeatureExtractor(model, device="cpu", num_threads=None)
+        two = kept.extract(af_module, split="test")
+        assert set(seen) == {2} and torch.get_num_threads() == 2
+    finally:
+        hook.remove()
+        torch.set_num_threads(previous)
+    np.testing.assert_array_equal(single.features, two.features)
+
+
+@pytest.mark.parametrize("threads", [0, -1])
+def test_a_thread_count_below_one_is_refused(threads: int) -> None:
+    with pytest.raises(ValueError, match="num_threads must be at least 1"):
+        FeatureExtractor(SimpleCNN(input_channels=1, output_size=1), num_threads=threads)

@@ -256,6 +256,61 @@ def test_empty_bins_are_gaps_in_the_figure(report) -> None:
     assert [b.get_height() for b in bars] == pytest.approx(rows["fraction"].tolist())
 
 
+@pytest.mark.parametrize("extra_lines", [0, 3])
+def test_the_fixed_layout_keeps_every_text_inside_and_clear_of_the_panels(
+    report, extra_lines: int
+) -> None:
+    """Title above the panels, labels and tick labels inside the figure, y labels aligned.
+
+    The layout is fixed (no tight_layout), so this checks what a measured
+    layout would have guaranteed, for a short and a five-line title.
+    """
+    rows = report.reliability.query("run_id == 'good/resnet_af_seed1' and curve == 'top_label'")
+    title = "\n".join(["a model | a dataset | seed 1 | 40 groups | PARTIAL", "ECE = 0.1"])
+    title += "".join(f"\nno intervals: reason line {i}" for i in range(extra_lines))
+    figure = reliability_figure(rows, BINS, title=title)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    box = figure.bbox
+    upper, lower = figure.axes
+    heading = figure.get_suptitle()
+    assert heading == title
+    title_box = figure._suptitle.get_window_extent(renderer)
+    assert title_box.y0 >= upper.get_window_extent(renderer).y1
+    assert title_box.y1 <= box.y1 and title_box.x0 >= box.x0 and title_box.x1 <= box.x1
+    texts = [upper.yaxis.label, lower.yaxis.label, lower.xaxis.label]
+    texts += [t for ax in (upper, lower) for t in ax.get_yticklabels() + ax.get_xticklabels()]
+    for text in texts:
+        if text.get_visible() and text.get_text():
+            extent = text.get_window_extent(renderer)
+            assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
+            assert box.y0 <= extent.y0 and extent.y1 <= box.y1, text.get_text()
+    label_edges = {round(label.get_window_extent(renderer).x1, 3) for label in texts[:2]}
+    assert len(label_edges) == 1, "the two panels' y labels share one column"
+    for ax in (upper, lower):
+        ticks = [t.get_window_extent(renderer) for t in ax.get_yticklabels()]
+        assert max(t.x1 for t in ticks) < ax.get_window_extent(renderer).x0
+        assert ax.yaxis.label.get_window_extent(renderer).x1 < min(t.x0 for t in ticks)
+
+
+def test_pdf_figures_are_opt_in(corpus, tmp_path) -> None:
+    """pdf=True adds a vector PDF next to each PNG, listed and hashed in the manifest."""
+    run = [corpus / "partial/missing_split_seed1"]
+    kwargs = {"n_resamples": 20, "allow_partial": True}
+    plain = statistical_report(run, tmp_path / "png", **kwargs)
+    both = statistical_report(run, tmp_path / "both", pdf=True, **kwargs)
+    assert [p.suffix for p in plain.figures] == [".png"]
+    assert [p.suffix for p in both.figures] == [".png", ".pdf"]
+    assert both.manifest["settings"]["pdf"] is True
+    pdf_entry = next(e for e in both.manifest["figures"] if e["format"] == "pdf")
+    data = (both.out_dir / pdf_entry["path"]).read_bytes()
+    assert data.startswith(b"%PDF") and b"CreationDate" not in data
+    assert hashlib.sha256(data).hexdigest() == pdf_entry["sha256"]
+    assert both.figures[0].read_bytes() == plain.figures[0].read_bytes()
+    for name in ("run_summary.csv", "reliability.csv"):
+        assert (both.out_dir / name).read_bytes() == (plain.out_dir / name).read_bytes()
+
+
 def test_partial_title_and_reliability_bins(corpus, tmp_path) -> None:
     result = statistical_report(
         [corpus / "partial/missing_split_seed1"],
@@ -284,7 +339,9 @@ def test_manifest_hashes_match_the_files(report, corpus: Path) -> None:
     for entry in manifest["outputs"] + manifest["figures"]:
         data = (report.out_dir / entry["path"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"]
-    assert len(manifest["figures"]) == 2 * len(manifest["included_runs"])
+    # PNG only unless pdf=True (see test_pdf_figures_are_opt_in)
+    assert [e["format"] for e in manifest["figures"]] == ["png"] * len(manifest["included_runs"])
+    assert manifest["settings"]["pdf"] is False
     for entry in manifest["inputs"]:
         for name, digest in entry["files"].items():
             assert hashlib.sha256((Path(entry["path"]) / name).read_bytes()).hexdigest() == digest

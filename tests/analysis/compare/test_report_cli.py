@@ -62,6 +62,17 @@ def test_dispatcher_routes_to_report(capsys, corpus: Path, tmp_path: Path) -> No
     assert capsys.readouterr().out.startswith("report written to")
 
 
+def test_pdf_flag_adds_a_vector_figure_per_png(capsys, corpus: Path, tmp_path: Path) -> None:
+    run = str(corpus / "partial/missing_split_seed1")
+    for flags, suffixes in (([], [".png"]), (["--pdf"], [".pdf", ".png"])):
+        out = tmp_path / f"report{len(flags)}"
+        code, _, err = _run(
+            capsys, run, "--out", str(out), "--n-resamples", "5", "--allow-partial", *flags
+        )
+        assert code == 0 and err == ""
+        assert sorted(p.suffix for p in (out / "figures").iterdir()) == suffixes
+
+
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [

@@ -158,7 +158,7 @@ def test_long_model_name_still_gives_a_complete_report(example_runs, tmp_path: P
             metrics.read_text(encoding="utf-8").replace("logreg-features,", f"{long_name},", 1),
             encoding="utf-8",
         )
-    result = statistical_report([runs], tmp_path / "out", n_resamples=20, plots=True)
+    result = statistical_report([runs], tmp_path / "out", n_resamples=20, plots=True, pdf=True)
     assert len(result.run_summary["run_id"].unique()) == 2
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
     figures = {entry["path"]: entry["run_id"] for entry in manifest["figures"]}
