@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from deepecgkit.rundir.synthetic import example_spec, generate_corpus
+from tests.deepecg_assets.output_trees import tree_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -85,10 +86,10 @@ def _is_temporary(path: Path) -> bool:
 
 def _results(output: Path) -> dict[str, bytes]:
     return {
-        str(path.relative_to(output)): path.read_bytes()
+        f"{folder}/{name}": data
         for folder in RESULT_FOLDERS
-        for path in sorted((output / folder).rglob("*"))
-        if path.is_file() and not _is_temporary(path)
+        for name, data in tree_bytes(output / folder).items()
+        if not _is_temporary(Path(name))
     }
 
 

@@ -36,6 +36,8 @@ from typing import Any
 
 import pytest
 
+from tests.deepecg_assets.output_trees import tree_bytes
+
 #: The repository root: the code location the servers load, and where ``workspace.yaml`` lies.
 REPO_ROOT = Path(__file__).resolve().parents[3]
 #: Loopback only: no server a test starts is reachable from another machine.
@@ -111,15 +113,6 @@ def log_tail(path: Path, characters: int = 4000) -> str:
         return path.read_text(errors="replace")[-characters:]
     except OSError:
         return "(no log)"
-
-
-def tree_bytes(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` by its relative path, with its bytes."""
-    return {
-        path.relative_to(root).as_posix(): path.read_bytes()
-        for path in sorted(root.rglob("*"))
-        if path.is_file()
-    }
 
 
 def assert_same_outputs(built: Path, reference: Path) -> None:
