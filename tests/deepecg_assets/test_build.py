@@ -79,7 +79,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Build]:
 
 
 def _frame(built: Build, name: str) -> pd.DataFrame:
-    return pd.read_csv(built.output / "frames" / f"{name}.csv", keep_default_na=False)
+    """A stored frame read with pandas: one Parquet file, or a partitioned asset's files joined."""
+    frames = built.output / "frames"
+    single = frames / f"{name}.parquet"
+    if single.is_file():
+        return pd.read_parquet(single)
+    parts = sorted((frames / name).glob("*.parquet"))
+    assert parts, f"no stored frame of {name}"
+    return pd.concat([pd.read_parquet(part) for part in parts], ignore_index=True)
 
 
 def _report(built: Build, name: str) -> pd.DataFrame:
