@@ -181,7 +181,7 @@ def bench_one_run_added(scratch: Path, runs: Path, full_build_work: float) -> No
         start_new_session=True,
     )
     try:
-        with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(home))) as instance:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
             time.sleep(3 * SENSOR_INTERVAL)  # the daemon's first ticks: nothing to launch
             before = {run_id for run_id, _ in _run_seconds(instance)}
             started_runs = [
@@ -244,7 +244,7 @@ def main() -> None:
         bench_full_build(args.runs, scratch)
         import dagster as dg
 
-        with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(scratch / "home"))) as inst:
+        with dg.DagsterInstance.from_config(str(scratch / "home")) as inst:
             build_work = sum(seconds for _, seconds in _run_seconds(inst))
         print(f"  the build's two runs (start to end)     : {build_work:7.1f} s")
         bench_no_change_tick(scratch, args.runs)

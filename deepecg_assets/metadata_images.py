@@ -49,6 +49,10 @@ _SHRINK_FACTOR = 0.8
 #: Below this width a picture is no longer legible; it is embedded as it is then.
 _MIN_EMBEDDED_WIDTH_PX = 320
 _PNG_SUFFIX = ".png"
+#: Longest table (characters of LaTeX) drawn as a picture. A flip table of a
+#: large sweep runs to thousands of rows (1.3 MB of LaTeX at 20,000 runs): no
+#: one reads it as a picture, and typesetting it would take minutes.
+MAX_PICTURE_CHARACTERS = 100_000
 #: ``tEXt`` keyword of the SHA-256 (hex) of the LaTeX a table's picture shows.
 SOURCE_KEY = b"deepecg-table-sha256"
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -166,6 +170,15 @@ def table_picture_metadata(
     for stem in sorted(tables):
         alt = f"{titles[stem]} ({stem}.tex)"
         target = directory / picture_name(stem)
+        if len(tables[stem]) > MAX_PICTURE_CHARACTERS:
+            remove_file(target)
+            reason = (
+                f"the table has {tables[stem].count(chr(10)) + 1:,} lines, too long to show as "
+                f"a picture (at most {MAX_PICTURE_CHARACTERS:,} characters of LaTeX are drawn); "
+                f"open {stem}.tex"
+            )
+            metadata[f"{IMAGE_PREFIX}{stem}"] = no_picture(alt, reason)
+            continue
         png = _current_picture(target, tables[stem])
         if png is None:
             try:
