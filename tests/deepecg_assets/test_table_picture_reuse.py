@@ -52,3 +52,13 @@ def test_an_unchanged_table_keeps_its_picture_and_a_changed_one_is_redrawn(
     assert drawn == [_table("A")] and (tmp_path / "flip.png").read_bytes() == first
     table_picture_metadata({"flip": _table("B")}, directory=tmp_path, titles=titles)
     assert len(drawn) == 2 and shows_source((tmp_path / "flip.png").read_bytes(), _table("B"))
+
+
+def test_a_table_too_long_to_read_as_a_picture_gets_none_and_says_why(tmp_path: Path) -> None:
+    (tmp_path / "flip.png").write_bytes(_png())  # an earlier build's picture
+    long_table = _table("\\\\\n".join(["a"] * (metadata_images.MAX_PICTURE_CHARACTERS // 2)))
+    metadata = table_picture_metadata(
+        {"flip": long_table}, directory=tmp_path, titles={"flip": "t"}
+    )
+    assert not (tmp_path / "flip.png").exists(), "an old picture cannot pass for this table"
+    assert "too long to show as a picture" in metadata["image_flip"].value
