@@ -641,10 +641,21 @@ def _flip_from_components(
     metric: str,
     min_seeds: int,
     min_seeds_for_claim: int,
+    *,
+    p_reversal: float | None = None,
 ) -> dict[str, Any]:
+    """The flip row of two components; ``p_reversal`` when the caller computed it already.
+
+    (A rank claim computes the reversal p-values of all its components in one
+    array call, which is what makes it cheap; the value is the same.)
+    """
     n_seeds = min(first["n"], second["n"])
     verdict, reason = _classify_flip(first, second, n_seeds, min_seeds, min_seeds_for_claim)
     untested = verdict in UNTESTED_VERDICTS
+    if p_reversal is None and not untested:
+        p_reversal = reversal_p_value(
+            first["p_value"], second["p_value"], mean_1=first["mean"], mean_2=second["mean"]
+        )
     return {
         "model_a": first["model_a"],
         "model_b": first["model_b"],
@@ -670,11 +681,7 @@ def _flip_from_components(
         "verdict": verdict,
         "p_flip": _NAN if untested else float(max(first["p_value"], second["p_value"])),
         "reason": reason,
-        "p_reversal": _NAN
-        if untested
-        else reversal_p_value(
-            first["p_value"], second["p_value"], mean_1=first["mean"], mean_2=second["mean"]
-        ),
+        "p_reversal": _NAN if untested else float(p_reversal),
         "correction_applied_1": first["correction_applied"],
         "correction_applied_2": second["correction_applied"],
         "correction_note_1": first["correction_note"],
@@ -987,97 +994,134 @@ def _claim_verdict(verdicts: list[str]) -> str:
     return VERDICT_UNRESOLVED
 
 
-def _claimed_direction_p(best: dict[str, Any], worst: dict[str, Any], sign: float) -> float:
-    """Larger one-sided p of "better on the best dataset" and "worse on the worst dataset"."""
-    return float(
-        max(
-            one_sided_p_value(best["p_value"], best["mean"], direction=sign),
-            one_sided_p_value(worst["p_value"], worst["mean"], direction=-sign),
-        )
-    )
+#: Paired-difference columns a claim component reads (besides dataset and models).
+_CLAIM_VALUES = tuple(
+    column
+    for column in PAIRED_DIFFERENCE_COLUMNS
+    if column not in ("dataset", "model_a", "model_b", "metric")
+)
 
 
-def _claim_rows(differences: pd.DataFrame, metric: str, datasets: tuple[str, str]) -> pd.DataFrame:
-    """The rows of a claim's two datasets, after checking the frame holds ``metric`` only."""
-    if differences.empty:
-        return differences
-    missing = [c for c in PAIRED_DIFFERENCE_COLUMNS if c not in differences.columns]
-    if missing:
-        raise ValueError(
-            f"a paired-differences frame needs column(s) {', '.join(map(repr, missing))}"
-        )
-    metrics = differences["metric"].unique().tolist()
-    if metrics != [metric]:
-        raise ValueError(f"paired differences of metric {metric!r} expected, got {metrics}")
-    return differences.loc[differences["dataset"].isin(datasets).to_numpy()]
+class _ClaimRows:
+    """The paired differences of a claim's two datasets, as plain Python values.
 
-
-def _check_claim_options(rows: pd.DataFrame, correction: str, strict_correction: bool) -> None:
-    """Refuse differences computed with another ``correction`` or ``strict_correction``.
-
-    The options cannot be read back from every row, but a row that
-    contradicts them can be recognised: ``correction="none"`` applies no
-    correction to any row; ``"nadeau-bengio"`` applies it or records it as
-    unavailable; ``strict_correction`` leaves no row that fell back to the
-    plain error testable, and without it no reason names it.
+    Only the name columns of the two datasets' rows are read as arrays; the
+    other columns only for the rows that involve the claimed model (one per
+    opponent and dataset), so a claim costs little however large the frame.
     """
-    applied = rows["correction_applied"]
-    allowed = (NO_CORRECTION,) if correction == NO_CORRECTION else (NADEAU_BENGIO,)
-    allowed += () if correction == NO_CORRECTION else (CORRECTION_UNAVAILABLE,)
-    fell_back = (applied == CORRECTION_UNAVAILABLE).to_numpy()
-    strict_marked = rows["reason"].str.endswith(_REASON_STRICT_CORRECTION).to_numpy(dtype=bool)
-    if not applied.isin(allowed).all():
-        raise ValueError(
-            f"these paired differences were not computed with correction={correction!r}"
+
+    def __init__(
+        self, differences: pd.DataFrame, metric: str, model: str, datasets: tuple[str, str]
+    ) -> None:
+        self.names: dict[str, np.ndarray] = {
+            c: np.empty(0, dtype=object) for c in ("dataset", "model_a", "model_b")
+        }
+        self.stored: dict[tuple[str, str], dict[str, Any]] = {}
+        self.values: dict[str, list[Any]] = {column: [] for column in _CLAIM_VALUES}
+        if differences.empty:
+            return
+        missing = [c for c in PAIRED_DIFFERENCE_COLUMNS if c not in differences.columns]
+        if missing:
+            raise ValueError(
+                f"a paired-differences frame needs column(s) {', '.join(map(repr, missing))}"
+            )
+        metrics = differences["metric"].unique().tolist()
+        if metrics != [metric]:
+            raise ValueError(f"paired differences of metric {metric!r} expected, got {metrics}")
+        rows = np.flatnonzero(differences["dataset"].isin(datasets).to_numpy(dtype=bool))
+        self.names = {
+            column: np.asarray(differences[column].array.take(rows), dtype=object)
+            for column in self.names
+        }
+        involved = np.flatnonzero(
+            (self.names["model_a"] == model) | (self.names["model_b"] == model)
         )
-    if (strict_correction and (fell_back & rows["testable"].to_numpy(dtype=bool)).any()) or (
-        not strict_correction and strict_marked.any()
-    ):
-        raise ValueError(
-            "these paired differences were not computed with "
-            f"strict_correction={bool(strict_correction)}"
+        self.values = {
+            column: differences[column].array.take(rows[involved]).tolist()
+            for column in _CLAIM_VALUES
+        }
+        for i, position in enumerate(involved.tolist()):
+            a, b = self.names["model_a"][position], self.names["model_b"][position]
+            opponent = b if a == model else a
+            row = {column: values[i] for column, values in self.values.items()}
+            row["reversed"] = a != model
+            self.stored[(self.names["dataset"][position], opponent)] = row
+
+    def models_on(self, dataset: str) -> set[str]:
+        """Models that the frame places on ``dataset``."""
+        on = self.names["dataset"] == dataset
+        return set(self.names["model_a"][on].tolist()) | set(self.names["model_b"][on].tolist())
+
+    def check_options(self, correction: str, strict_correction: bool) -> None:
+        """Refuse differences computed with another ``correction`` or ``strict_correction``.
+
+        The options cannot be read back from every row, but a row that
+        contradicts them can be recognised: ``correction="none"`` applies no
+        correction to any row; ``"nadeau-bengio"`` applies it or records it
+        as unavailable; ``strict_correction`` leaves no row that fell back to
+        the plain error testable, and without it no reason names it. Only
+        the rows the claim reads are checked.
+        """
+        if correction == NO_CORRECTION:
+            allowed = {NO_CORRECTION}
+        else:
+            allowed = {NADEAU_BENGIO, CORRECTION_UNAVAILABLE}
+        if not set(self.values["correction_applied"]) <= allowed:
+            raise ValueError(
+                f"these paired differences were not computed with correction={correction!r}"
+            )
+        rows = zip(
+            self.values["correction_applied"],
+            self.values["testable"],
+            self.values["reason"],
+            strict=True,
         )
+        for applied, testable, reason in rows:
+            fell_back = applied == CORRECTION_UNAVAILABLE and bool(testable)
+            marked = str(reason).endswith(_REASON_STRICT_CORRECTION)
+            if (strict_correction and fell_back) or (not strict_correction and marked):
+                raise ValueError(
+                    "these paired differences were not computed with "
+                    f"strict_correction={strict_correction}"
+                )
 
+    def component(self, model: str, opponent: str, dataset: str) -> dict[str, Any] | None:
+        """The stored difference read as ``model - opponent`` (plain Python scalars), or None.
 
-def _claim_component(row: dict[str, Any], model: str, opponent: str) -> dict[str, Any]:
-    """One stored paired difference read as ``model - opponent`` (plain Python scalars).
-
-    A row stores its pair by name (a < b). When ``model`` is its ``b``, the
-    difference is negated: the mean and bounds change sign (the bounds swap),
-    wins and losses swap and the reason is the one that names the models in
-    that order; the p-value, counts, flags, averaging and correction do not
-    depend on the order. ``x + 0.0`` turns a negated zero into the +0.0 that
-    computing ``model - opponent`` directly gives.
-    """
-    mean, lower, upper = float(row["mean"]), float(row["lower_ci"]), float(row["upper_ci"])
-    wins, reason = int(row["wins"]), str(row["reason"])
-    if row["model_a"] != model:
-        mean, lower, upper = -mean + 0.0, -upper + 0.0, -lower + 0.0
-        wins, reason = int(row["losses"]), str(row["reason_reversed"])
-    return {
-        "model_a": model,
-        "model_b": opponent,
-        "dataset": row["dataset"],
-        "mean": mean,
-        "lower_ci": lower,
-        "upper_ci": upper,
-        "p_value": float(row["p_value"]),
-        "n": int(row["n"]),
-        "n_wins": wins,
-        "excludes_zero": bool(row["excludes_zero"]),
-        "testable": bool(row["testable"]),
-        "bimodal": bool(row["bimodal"]),
-        "reason": reason,
-        "averaging": str(row["averaging"]),
-        "correction_applied": str(row["correction_applied"]),
-        "correction_note": str(row["correction_note"]),
-    }
-
-
-def _models_on(rows: pd.DataFrame, dataset: str) -> set[str]:
-    """Models that a paired-differences frame places on ``dataset``."""
-    on = rows.loc[(rows["dataset"] == dataset).to_numpy()]
-    return set(on["model_a"].tolist()) | set(on["model_b"].tolist())
+        A row stores its pair by name (a < b). When ``model`` is its ``b``,
+        the difference is negated: the mean and bounds change sign (the
+        bounds swap), wins and losses swap and the reason is the one that
+        names the models in that order; the p-value, counts, flags, averaging
+        and correction do not depend on the order. ``x + 0.0`` turns a
+        negated zero into the +0.0 that computing ``model - opponent``
+        directly gives.
+        """
+        row = self.stored.get((dataset, opponent))
+        if row is None:
+            return None
+        mean, lower, upper = float(row["mean"]), float(row["lower_ci"]), float(row["upper_ci"])
+        wins, reason = int(row["wins"]), str(row["reason"])
+        if row["reversed"]:
+            mean, lower, upper = -mean + 0.0, -upper + 0.0, -lower + 0.0
+            wins, reason = int(row["losses"]), str(row["reason_reversed"])
+        return {
+            "model_a": model,
+            "model_b": opponent,
+            "dataset": dataset,
+            "mean": mean,
+            "lower_ci": lower,
+            "upper_ci": upper,
+            "p_value": float(row["p_value"]),
+            "n": int(row["n"]),
+            "n_wins": wins,
+            "excludes_zero": bool(row["excludes_zero"]),
+            "testable": bool(row["testable"]),
+            "bimodal": bool(row["bimodal"]),
+            "reason": reason,
+            "averaging": str(row["averaging"]),
+            "correction_applied": str(row["correction_applied"]),
+            "correction_note": str(row["correction_note"]),
+        }
 
 
 def rank_claim_from_differences(
@@ -1122,9 +1166,8 @@ def rank_claim_from_differences(
         raise ValueError(f"a rank claim needs two different datasets, got {dataset_best!r} twice")
     _check_correction(correction)
     strict_correction = bool(strict_correction)
-    rows = _claim_rows(differences, metric, (dataset_best, dataset_worst))
-    if not rows.empty:
-        _check_claim_options(rows, correction, strict_correction)
+    rows = _ClaimRows(differences, metric, model, (dataset_best, dataset_worst))
+    rows.check_options(correction, strict_correction)
     named = _names(opponents)
     if named is not None:
         candidates = set(named)
@@ -1132,37 +1175,45 @@ def rank_claim_from_differences(
         candidates = set(dataset_models.get(dataset_best, ())) & set(
             dataset_models.get(dataset_worst, ())
         )
-    elif rows.empty:
-        candidates = set()
     else:
-        candidates = _models_on(rows, dataset_best) & _models_on(rows, dataset_worst)
+        candidates = rows.models_on(dataset_best) & rows.models_on(dataset_worst)
     candidates.discard(model)
-    stored: dict[tuple[str, str], dict[str, Any]] = {}
-    if not rows.empty:
-        involved = rows.loc[((rows["model_a"] == model) | (rows["model_b"] == model)).to_numpy()]
-        for row in involved.to_dict("records"):
-            opponent = row["model_b"] if row["model_a"] == model else row["model_a"]
-            stored[(row["dataset"], opponent)] = row
-    sign = _better_sign(metric)
-    components: list[dict[str, Any]] = []
-    for opponent in sorted(candidates):
-        first, second = (
-            _claim_component(stored[(dataset, opponent)], model, opponent)
-            if (dataset, opponent) in stored
-            else _absent_component(model, opponent, dataset, metric, correction, strict_correction)
+    pairs = [
+        tuple(
+            rows.component(model, opponent, dataset)
+            or _absent_component(model, opponent, dataset, metric, correction, strict_correction)
             for dataset in (dataset_best, dataset_worst)
         )
+        for opponent in sorted(candidates)
+    ]
+    sign = _better_sign(metric)
+    p_best, mean_best, p_worst, mean_worst = (
+        np.array([pair[i][key] for pair in pairs], dtype=np.float64)
+        for i in (0, 1)
+        for key in ("p_value", "mean")
+    )
+    p_reversal = reversal_p_value(p_best, p_worst, mean_1=mean_best, mean_2=mean_worst)
+    # Larger one-sided p of "better on the best dataset" and "worse on the worst dataset".
+    p_directional = np.maximum(
+        one_sided_p_value(p_best, mean_best, direction=sign),
+        one_sided_p_value(p_worst, mean_worst, direction=-sign),
+    )
+    components: list[dict[str, Any]] = []
+    for i, (first, second) in enumerate(pairs):
         flip = _flip_from_components(
-            first, second, metric, MIN_SEEDS_FOR_INTERVAL, MIN_SEEDS_FOR_CLAIM
+            first,
+            second,
+            metric,
+            MIN_SEEDS_FOR_INTERVAL,
+            MIN_SEEDS_FOR_CLAIM,
+            p_reversal=float(p_reversal[i]),
         )
         del flip["difference_1"], flip["difference_2"]
         claimed = bool(sign * flip["mean_1"] > 0 and sign * flip["mean_2"] < 0)
         if flip["verdict"] in (VERDICT_SUPPORTED, VERDICT_SUGGESTIVE) and not claimed:
             flip["verdict"], flip["reason"] = VERDICT_CONTRADICTED, _REASON_WRONG_DIRECTION
         flip["claimed_direction"] = claimed
-        flip["p_directional"] = (
-            _NAN if math.isnan(flip["p_flip"]) else _claimed_direction_p(first, second, sign)
-        )
+        flip["p_directional"] = _NAN if math.isnan(flip["p_flip"]) else float(p_directional[i])
         components.append(flip)
     verdicts = [component["verdict"] for component in components]
     p_values = [c["p_flip"] for c in components if math.isfinite(c["p_flip"])]

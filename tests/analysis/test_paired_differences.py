@@ -135,23 +135,6 @@ def test_differences_of_two_metrics_cannot_be_combined() -> None:
         flip_tests_from_differences(mixed)
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    seed=st.integers(min_value=0, max_value=10_000),
-    n_datasets=st.integers(min_value=2, max_value=4),
-    n_models=st.integers(min_value=2, max_value=4),
-    n_seeds=st.integers(min_value=1, max_value=7),
-    missing=st.sampled_from([0.0, 0.2, 0.5]),
-)
-def test_property_incremental_combine_equals_clean(
-    seed: int, n_datasets: int, n_models: int, n_seeds: int, missing: float
-) -> None:
-    runs = corpus(seed, n_datasets=n_datasets, n_models=n_models, n_seeds=n_seeds, missing=missing)
-    clean = all_flip_tests(runs)
-    combined = flip_tests_from_differences(per_dataset(runs)) if not runs.empty else clean
-    pd.testing.assert_frame_equal(combined, clean, check_exact=True)
-
-
 def test_an_empty_dataset_frame_concatenates_without_changing_types() -> None:
     """Regression (found by the property test): a one-model dataset's empty frame
     concatenated with the others must keep the numeric columns numeric."""
@@ -256,6 +239,18 @@ def per_dataset_shuffled(runs: pd.DataFrame, order_seed: int, **options: Any) ->
     return combined.iloc[rng.permutation(len(combined))]
 
 
+@st.composite
+def corpora(draw: st.DrawFn, *, max_datasets: int = 5, max_models: int = 5) -> pd.DataFrame:
+    """:func:`corpus` of a drawn shape: one dataset or model up, seeds 1 to 7, rows missing."""
+    return corpus(
+        draw(st.integers(min_value=0, max_value=10_000)),
+        n_datasets=draw(st.integers(min_value=1, max_value=max_datasets)),
+        n_models=draw(st.integers(min_value=1, max_value=max_models)),
+        n_seeds=draw(st.integers(min_value=1, max_value=7)),
+        missing=draw(st.sampled_from([0.0, 0.2, 0.5])),
+    )
+
+
 MODEL_CHOICES = ("m0", "m1", "m2", "m3", "m4", "ghost")
 DATASET_CHOICES = ("d0", "d1", "d2", "d3", "d4", "nowhere")
 PER_DATASET_OPTIONS = st.fixed_dictionaries(
@@ -270,11 +265,7 @@ PER_DATASET_OPTIONS = st.fixed_dictionaries(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    seed=st.integers(min_value=0, max_value=10_000),
-    n_datasets=st.integers(min_value=1, max_value=5),
-    n_models=st.integers(min_value=1, max_value=5),
-    n_seeds=st.integers(min_value=1, max_value=7),
-    missing=st.sampled_from([0.0, 0.2, 0.5]),
+    runs=corpora(),
     order_seed=st.integers(min_value=0, max_value=2**32 - 1),
     options=PER_DATASET_OPTIONS,
     models=st.one_of(st.none(), st.lists(st.sampled_from(MODEL_CHOICES), max_size=4)),
@@ -284,11 +275,7 @@ PER_DATASET_OPTIONS = st.fixed_dictionaries(
     fdr_method=st.sampled_from(["by", "bh"]),
 )
 def test_property_combine_in_any_dataset_order_equals_all_flip_tests(
-    seed: int,
-    n_datasets: int,
-    n_models: int,
-    n_seeds: int,
-    missing: float,
+    runs: pd.DataFrame,
     order_seed: int,
     options: dict[str, Any],
     models: list[str] | None,
@@ -299,7 +286,6 @@ def test_property_combine_in_any_dataset_order_equals_all_flip_tests(
 ) -> None:
     """Every option of all_flip_tests, with the model and dataset selection applied either
     to each dataset's runs or to the combined differences."""
-    runs = corpus(seed, n_datasets=n_datasets, n_models=n_models, n_seeds=n_seeds, missing=missing)
     selection = {"models": models, "datasets": datasets}
     fdr = {"fdr_family": fdr_family, "fdr_method": fdr_method}
     clean = all_flip_tests(runs, **options, **selection, **fdr)
@@ -371,11 +357,7 @@ def models_by_dataset(runs: pd.DataFrame) -> dict[str, set[str]]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    seed=st.integers(min_value=0, max_value=10_000),
-    n_datasets=st.integers(min_value=1, max_value=4),
-    n_models=st.integers(min_value=1, max_value=4),
-    n_seeds=st.integers(min_value=1, max_value=7),
-    missing=st.sampled_from([0.0, 0.2, 0.5]),
+    runs=corpora(max_datasets=4, max_models=4),
     order_seed=st.integers(min_value=0, max_value=2**32 - 1),
     options=PER_DATASET_OPTIONS,
     model=st.sampled_from(MODEL_CHOICES),
@@ -385,11 +367,7 @@ def models_by_dataset(runs: pd.DataFrame) -> dict[str, set[str]]:
     ),
 )
 def test_property_rank_claim_from_differences_equals_evaluate_rank_claim(
-    seed: int,
-    n_datasets: int,
-    n_models: int,
-    n_seeds: int,
-    missing: float,
+    runs: pd.DataFrame,
     order_seed: int,
     options: dict[str, Any],
     model: str,
@@ -397,7 +375,6 @@ def test_property_rank_claim_from_differences_equals_evaluate_rank_claim(
     opponents: list[str] | None,
 ) -> None:
     """Untestable components, opponent subsets, models and datasets without runs included."""
-    runs = corpus(seed, n_datasets=n_datasets, n_models=n_models, n_seeds=n_seeds, missing=missing)
     expected = evaluate_rank_claim(runs, model, *claim_datasets, opponents=opponents, **options)
     differences = per_dataset_shuffled(runs, order_seed, **options)
     claim = rank_claim_from_differences(
