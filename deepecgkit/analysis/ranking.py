@@ -1037,7 +1037,7 @@ class _ClaimRows:
             (self.names["model_a"] == model) | (self.names["model_b"] == model)
         )
         self.values = {
-            column: differences[column].array.take(rows[involved]).tolist()
+            column: np.asarray(differences[column].array.take(rows[involved])).tolist()
             for column in _CLAIM_VALUES
         }
         for i, position in enumerate(involved.tolist()):
