@@ -17,8 +17,8 @@ from deepecg_assets.sensors import EAGER
 from deepecgkit.analysis.constants import VERDICTS
 from deepecgkit.analysis.ranking import (
     PAIRED_DIFFERENCE_COLUMNS,
-    evaluate_rank_claim,
     flip_tests_from_differences,
+    rank_claim_from_differences,
 )
 from deepecgkit.io import json_ready
 
@@ -78,28 +78,35 @@ def flip_grid(paired_differences: dict[str, pd.DataFrame], analysis: AnalysisSet
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def rank_claims(
-    reconciled_runs: dict[str, pd.DataFrame], analysis: AnalysisSettings
+    paired_differences: dict[str, pd.DataFrame],
+    aggregates: dict[str, pd.DataFrame],
+    analysis: AnalysisSettings,
 ) -> pd.DataFrame:
     """Verdicts for the configured "best on one dataset, worst on another" claims.
 
-    Empty unless ``analysis.claims`` names some. Look at: verdict and
-    p_claim_directional of each claim.
+    Computed from the claimed datasets' paired differences (the models each
+    dataset holds come from its aggregates). Empty unless ``analysis.claims``
+    names some. Look at: verdict and p_claim_directional of each claim.
     """
     analysis.checked()
-    runs = joined(reconciled_runs) if analysis.claims else pd.DataFrame()
+    differences = joined(paired_differences, columns=PAIRED_DIFFERENCE_COLUMNS)
+    dataset_models = {
+        str(frame["dataset"].iloc[0]): set(frame["model"].astype(str))
+        for frame in aggregates.values()
+        if len(frame)
+    }
     rows = []
     for claim in analysis.claims:
-        result = evaluate_rank_claim(
-            runs,
+        result = rank_claim_from_differences(
+            differences,
             claim.model,
-            claim.dataset_best,
-            claim.dataset_worst,
+            dataset_best=claim.dataset_best,
+            dataset_worst=claim.dataset_worst,
             metric=analysis.metric,
             opponents=claim.opponents,
-            confidence_level=analysis.confidence_level,
             correction=analysis.correction,
-            min_test_groups=analysis.min_test_groups,
             strict_correction=analysis.strict_correction,
+            dataset_models=dataset_models,
         )
         result["components"] = json.dumps(json_ready(result["components"]))
         rows.append({column: result[column] for column in CLAIM_COLUMNS})
