@@ -367,3 +367,18 @@ def test_readme_lists_every_asset_of_the_definitions() -> None:
     listed = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row.split("|")[1])}
     keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
     assert listed == keys
+
+
+def test_one_dataset_refreshes_while_another_is_not_built_yet(platform) -> None:
+    """The sensor's first tick refreshes one dataset per run: its checks read that dataset only."""
+    first = platform.materialize(["discovered_runs"])
+    platform.sync_partitions(first)
+    result = platform.materialize(PER_DATASET_ASSETS, partitions=["afib"], raise_on_error=False)
+    failures = [e.step_failure_data.error for e in result.all_events if e.is_step_failure]
+    assert result.success, failures
+    assert sorted(p.name for p in (platform.frames_dir / "aggregates").iterdir()) == [
+        "afib.parquet"
+    ]
+    evaluations = check_evaluations(result)
+    assert evaluations["results_tables_compile"].passed
+    assert evaluations["results_tables_compile"].description == "1 of 1 table(s) compile"
