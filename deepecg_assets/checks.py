@@ -6,6 +6,10 @@ the analysis handles them honestly and reports them; a ``.tex`` file that
 does not compile, and a selection that leaves nothing to rank, are ERROR,
 because they would break the paper's build or empty every table. The check for unreadable or failed
 runs lives with ``discovered_runs``, which holds the diagnostics.
+
+The checks of per-dataset assets are partitioned by dataset like their
+assets, so a run of one dataset's partition (the run sensor's refresh) checks
+that dataset's frames only, and does not fail on a dataset not built yet.
 """
 
 from pathlib import Path
@@ -15,7 +19,7 @@ import pandas as pd
 
 from deepecg_assets.assets.tables import results_table_stem, table_paths
 from deepecg_assets.assets.transfer import LISTED_CELLS, failed_cells
-from deepecg_assets.partitions import joined
+from deepecg_assets.partitions import DATASETS, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis.constants import (
     CORRECTION_UNAVAILABLE,
@@ -41,6 +45,7 @@ _WARN = dg.AssetCheckSeverity.WARN
 
 @dg.asset_check(
     asset="averaging_conflicts",
+    partitions_def=DATASETS,
     description=(
         "No run was dropped for its averaging mode. A failure means some runs of a "
         "(dataset, model) cell were averaged differently (macro vs weighted ...) and the "
@@ -84,6 +89,7 @@ def bimodal_cells(runs: pd.DataFrame, metric: str) -> list[dict[str, str]]:
 @dg.asset_check(
     asset="aggregates",
     additional_ins={"reconciled_runs": dg.AssetIn()},
+    partitions_def=DATASETS,
     description=(
         "No (dataset, model) cell converges on some seeds and collapses on others. A failure "
         "means a mean and interval in the results table average two regimes; the flip table "
@@ -288,6 +294,7 @@ def _compile_check(paths: list) -> dg.AssetCheckResult:
 @dg.asset_check(
     asset="results_tables",
     additional_ins={"aggregates": dg.AssetIn()},
+    partitions_def=DATASETS,
     description=(
         "Every results table compiles with pdflatex in a minimal document. A failure means "
         "\\input of that table would break the paper's build."

@@ -25,7 +25,6 @@ of column names:
   every missing cell of the column held the same one, else as ``None``.
 """
 
-
 import io
 import json
 import math

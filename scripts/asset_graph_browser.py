@@ -161,16 +161,64 @@ def materialize_all(
 ) -> None:
     """Build assets once with ``dagster asset materialize``, checks included.
 
+    The per-dataset assets are partitioned by dataset and a CLI selection
+    cannot mix partitions definitions, so this runs what the build command
+    (``python -m deepecg_assets.build``) runs, as commands: ``discovered_runs``;
+    then, with the instance's dataset partitions made to match the datasets it
+    found, the per-dataset assets over the whole partition range in one run;
+    then the other assets.
+
     Args:
         environment: Environment of the command (see :func:`platform_environment`).
-        asset_names: Asset keys to build; ``None`` builds every asset
-            (``--select '*'``).
+        asset_names: Asset keys to build; ``None`` builds every asset.
 
     Raises:
-        WebserverError: The command failed or ran past ``MATERIALIZE_TIMEOUT_S``;
+        WebserverError: A command failed or ran past ``MATERIALIZE_TIMEOUT_S``;
             the message quotes the end of its output.
     """
-    selection = "*" if asset_names is None else ",".join(asset_names)
+    from deepecg_assets.definitions import defs
+    from deepecg_assets.partitions import PER_DATASET_ASSETS
+    from deepecg_assets.sensors import DISCOVERY_ASSET
+
+    every = [key.to_user_string() for key in defs.resolve_asset_graph().toposorted_asset_keys]
+    names = every if asset_names is None else list(asset_names)
+    per_dataset = [name for name in names if name in PER_DATASET_ASSETS]
+    rest = [name for name in names if name not in PER_DATASET_ASSETS and name != DISCOVERY_ASSET]
+    if DISCOVERY_ASSET in names:
+        _materialize_command(environment, [DISCOVERY_ASSET])
+    if per_dataset:
+        keys = _sync_dataset_partitions(environment)
+        if keys:
+            _materialize_command(environment, per_dataset, partition_range=(keys[0], keys[-1]))
+    if rest:
+        _materialize_command(environment, rest)
+
+
+def _sync_dataset_partitions(environment: Mapping[str, str]) -> list[str]:
+    """The instance's dataset partitions made those of the last discovery (as the build does)."""
+    import dagster as dg
+
+    from deepecg_assets.build import sync_dataset_partitions
+    from deepecg_assets.partitions import PARTITIONS_METADATA
+    from deepecg_assets.resources import OutputFolderResource
+    from deepecg_assets.sensors import DISCOVERY_ASSET
+
+    with dg.DagsterInstance.from_config(environment["DAGSTER_HOME"]) as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey(DISCOVERY_ASSET))
+        if event is None or event.asset_materialization is None:
+            raise WebserverError("discovered_runs was never materialised: no dataset partitions")
+        keys = list(event.asset_materialization.metadata[PARTITIONS_METADATA].value)
+        output = OutputFolderResource(path=environment["DEEPECG_OUTPUT"])
+        return sync_dataset_partitions(instance, keys, frames_dir=output.frames_dir())
+
+
+def _materialize_command(
+    environment: Mapping[str, str],
+    asset_names: Sequence[str],
+    *,
+    partition_range: tuple[str, str] | None = None,
+) -> None:
+    """One ``dagster asset materialize`` of ``asset_names`` (over ``partition_range``)."""
     command = [
         sys.executable,
         "-m",
@@ -180,8 +228,10 @@ def materialize_all(
         "-m",
         "deepecg_assets.definitions",
         "--select",
-        selection,
+        ",".join(asset_names),
     ]
+    if partition_range is not None:
+        command += ["--partition-range", "...".join(partition_range)]
     try:
         result = subprocess.run(
             command,

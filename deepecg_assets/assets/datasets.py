@@ -17,7 +17,6 @@ partition whenever one dataset changed. The run sensor
 changed; the cross-dataset assets downstream are eager.
 """
 
-
 import warnings
 from collections.abc import Mapping
 

@@ -7,8 +7,8 @@ import pandas as pd
 from pydantic import Field
 
 from deepecg_assets.assets.analysis import restricted
-from deepecg_assets.parquet_frames import markdown_preview
 from deepecg_assets.metadata_images import figure_metadata
+from deepecg_assets.parquet_frames import markdown_preview
 from deepecg_assets.resources import (
     AnalysisSettings,
     OutputFolderResource,

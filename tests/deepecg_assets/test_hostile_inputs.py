@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from deepecg_assets.checks import _compile_check
+from deepecg_assets.definitions import defs
 from deepecg_assets.parquet_frames import frame_from_parquet, frame_to_parquet
 from deepecg_assets.resources import OutputFolderResource, RunRootsResource
 from deepecg_assets.sensors import new_runs_sensor
@@ -187,6 +188,7 @@ def test_half_written_metrics_file_is_pending_for_the_sensor(platform) -> None:
     context = dg.build_sensor_context(
         instance=platform.instance,
         cursor=None,
+        definitions=defs,
         resources={"run_roots": RunRootsResource(), "output_folder": OutputFolderResource()},
     )
     cursor = new_runs_sensor(context).cursor
@@ -196,6 +198,7 @@ def test_half_written_metrics_file_is_pending_for_the_sensor(platform) -> None:
     context = dg.build_sensor_context(
         instance=platform.instance,
         cursor=cursor,
+        definitions=defs,
         resources={"run_roots": RunRootsResource(), "output_folder": OutputFolderResource()},
     )
     waiting = new_runs_sensor(context)
@@ -260,7 +263,7 @@ def test_selection_that_leaves_nothing_to_rank_fails_its_check(platform) -> None
                 seed=seed,
             )
     result = materialize(
-        platform, [*THROUGH_FLIPS, "rank_distribution"], analysis_config(metric="mcc")
+        platform, [*THROUGH_FLIPS, "rank_distribution", "rank_table"], analysis_config(metric="mcc")
     )
     assert result.success
     check = checks_of(result)["selection_leaves_runs_to_rank"]

@@ -3,8 +3,10 @@
 The test starts a throw-away PostgreSQL cluster, copies ``deploy/dagster.yaml``
 unchanged into a fresh ``DAGSTER_HOME`` and runs ``dagster-daemon run -w
 workspace.yaml`` as ``deploy/README.md`` says. The sensor's first tick queues
-a build of the corpus, which the daemon dequeues and launches; one added run
-is then refreshed the same way. What Dagster stored is read with psycopg2
+one run per dataset (its partition), which the daemon dequeues and launches,
+and the automation sensor then the cross-dataset assets; one added run is
+then refreshed the same way, in one run of its dataset's partition and the
+cross-dataset assets. What Dagster stored is read with psycopg2
 straight from the database, not through Dagster, and the output folder must
 equal, byte for byte, a build of the same runs on an SQLite instance.
 """
@@ -18,16 +20,19 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pandas as pd
 import psycopg2.errors
 import pytest
 
 from deepecg_assets.definitions import defs
+from deepecg_assets.partitions import PER_DATASET_ASSETS, dataset_key
 from deepecg_assets.sensors import SENSOR_INTERVAL_ENV
+from tests.deepecg_assets.scaleout.conftest import SMALL_CORPUS_DATASETS
 
 #: They start servers and build the corpus more than once (tens of seconds).
 pytestmark = pytest.mark.slow
-#: The tag the sensor puts on every run it requests (its run-state digest).
-RUN_STATE_TAG = "deepecg/run_state"
+#: The tag the sensor puts on every run it requests (its dataset's state digest).
+RUN_STATE_TAG = "deepecg/dataset_state"
 #: Run statuses that mean the run is over, and those that mean it went wrong.
 FINISHED = {"SUCCESS", "FAILURE", "CANCELED"}
 FAILED = {"FAILURE", "CANCELED"}
@@ -117,46 +122,65 @@ def test_daemon_builds_and_refreshes_on_postgres_like_sqlite(
             start_new_session=True,
         )
     try:
-        _wait(finished_sensor_runs(1), daemon, log, "the first tick's build", scaleout)
+        datasets = len(SMALL_CORPUS_DATASETS)
+        _wait(finished_sensor_runs(datasets), daemon, log, "the first tick's build", scaleout)
+        _wait(nothing_in_flight, daemon, log, "the cross-dataset runs", scaleout)
+        cursor.execute("SELECT run_id FROM runs")
+        first_build = {run_id for (run_id,) in cursor.fetchall()}
         scaleout.copy_bundled_runs(small_corpus, ADDED_PREFIX, seeds=(ADDED_SEED,))
-        _wait(finished_sensor_runs(2), daemon, log, "the refresh of the added run", scaleout)
+        _wait(finished_sensor_runs(datasets + 1), daemon, log, "the added run", scaleout)
         _wait(nothing_in_flight, daemon, log, "the runs in flight", scaleout)
     finally:
         scaleout.stop_process_group(daemon)
 
-    (first, _, first_state), (refresh, _, refresh_state) = _sensor_runs(cursor)
-    assert first_state != refresh_state
+    *firsts, (refresh, _, refresh_state) = _sensor_runs(cursor)
+    first_ids = [run_id for run_id, _, _ in firsts]
+    assert refresh_state not in {state for _, _, state in firsts}
     cursor.execute(
         "SELECT run_id, key, value FROM run_tags WHERE run_id IN %s AND key = %s",
-        ((first, refresh), "dagster/sensor_name"),
+        ((*first_ids, refresh), "dagster/sensor_name"),
     )
     assert {(run, value) for run, _, value in cursor.fetchall()} == {
-        (first, "new_runs_sensor"),
-        (refresh, "new_runs_sensor"),
+        (run_id, "new_runs_sensor") for run_id in (*first_ids, refresh)
     }
 
+    def materialized_in(run_ids) -> set[str]:
+        """The assets the runs materialised; each went through the queue, and checks ran."""
+        found, all_types = set(), set()
+        for run_id in run_ids:
+            cursor.execute(
+                "SELECT dagster_event_type, asset_key FROM event_logs WHERE run_id = %s",
+                (run_id,),
+            )
+            rows = cursor.fetchall()
+            types = {event_type for event_type, _ in rows}
+            assert types >= QUEUED_RUN_EVENTS, "the run went through the queue, the daemon ran it"
+            all_types |= types
+            found |= {
+                "/".join(json.loads(key))
+                for kind, key in rows
+                if kind == dg.DagsterEventType.ASSET_MATERIALIZATION.value
+            }
+        assert dg.DagsterEventType.ASSET_CHECK_EVALUATION.value in all_types
+        return found
+
     every_asset = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    for run_id in (first, refresh):
-        cursor.execute(
-            "SELECT dagster_event_type, asset_key FROM event_logs WHERE run_id = %s", (run_id,)
-        )
-        rows = cursor.fetchall()
-        types = {event_type for event_type, _ in rows}
-        assert types >= QUEUED_RUN_EVENTS, "the run went through the queue, the daemon launched it"
-        assert dg.DagsterEventType.ASSET_CHECK_EVALUATION.value in types
-        materialized = {
-            "/".join(json.loads(key))
-            for kind, key in rows
-            if kind == dg.DagsterEventType.ASSET_MATERIALIZATION.value
-        }
-        assert materialized == every_asset
+    assert materialized_in(first_build) == every_asset, "the first build built everything"
+    assert materialized_in([refresh]) == every_asset, "the refresh: its dataset and the combines"
+    cursor.execute(
+        "SELECT DISTINCT partition FROM event_logs WHERE run_id = %s AND partition IS NOT NULL",
+        (refresh,),
+    )
+    added_key = dataset_key(ADDED_PREFIX.split("_", 1)[1])
+    assert [partition for (partition,) in cursor.fetchall()] == [added_key]
+    assert set(PER_DATASET_ASSETS) <= every_asset
 
     cursor.execute("SELECT status, tick_body FROM job_ticks ORDER BY id")
     bodies = [(status, json.loads(body)) for status, body in cursor.fetchall()]
     # Dagster stores a tick's instigator name under its older field name, job_name.
     ticks = [(status, body) for status, body in bodies if body["job_name"] == "new_runs_sensor"]
     launched = [body["run_ids"] for status, body in ticks if status == "SUCCESS"]
-    assert launched == [[first], [refresh]]
+    assert [sorted(ids) for ids in launched] == [sorted(first_ids), [refresh]]
     assert any(
         "no run directory added, changed or removed" in (body.get("skip_reason") or "")
         for status, body in ticks
@@ -166,5 +190,6 @@ def test_daemon_builds_and_refreshes_on_postgres_like_sqlite(
 
     assert not list(home.rglob("*.db")), "nothing was stored in SQLite files"
     added = f"{ADDED_PREFIX}_seed{ADDED_SEED}"
-    assert added in (output / "frames" / "discovered_runs.csv").read_text()
+    stored = pd.read_parquet(output / "frames" / "discovered_runs.parquet")
+    assert added in set(stored["run_dir"].map(lambda path: Path(path).name))
     scaleout.assert_same_outputs(output, reference_build(small_corpus))
