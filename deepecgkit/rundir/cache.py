@@ -18,6 +18,12 @@ listed as pending and left out of the digest, so it changes the digest, and
 is picked up, on the tick where it becomes readable. A metrics file without
 its final line break, or whose row is shorter than its header, is such a
 file (see :func:`~deepecgkit.rundir.read.read_run`).
+
+The platform recomputes per dataset, so the sensor and the discovery asset
+also need the state of each dataset's runs: :meth:`RunCache.dataset_digests`
+gives the same short digest per dataset over the runs the cache visited.
+Each saved line carries its run's dataset in a field of its own, so a
+sensor tick learns every run's dataset without decoding its record.
 """
 
 from __future__ import annotations
@@ -51,8 +57,9 @@ logger = logging.getLogger(__name__)
 #: Hex characters of SHA-256 kept in a tree digest (64 bits: collisions are not a concern).
 DIGEST_LENGTH = 16
 #: Version of the cache file format; a file of another version is ignored. Version 3
-#: added unreadable runs' reasons and the records' ``suspect`` notes.
-CACHE_FORMAT_VERSION = 3
+#: added unreadable runs' reasons and the records' ``suspect`` notes; version 4 the
+#: dataset of each readable run as a field of its own (null for an unreadable run).
+CACHE_FORMAT_VERSION = 4
 
 
 class FileState(NamedTuple):
@@ -99,6 +106,32 @@ def _record_from_json(text: str) -> RunRecord:
     return record
 
 
+def _json_string(field: str) -> str | None:
+    """A field holding one JSON string, decoded; None when it holds anything else.
+
+    ``json.dumps`` escapes every quote, backslash, control and non-ASCII
+    character with a backslash, so between the quotes of a field of
+    printable ASCII without a backslash or another quote is the string
+    itself; only other fields go through the JSON decoder (100,000 decoder
+    calls are a tenth of a second a cache load need not pay).
+    """
+    inner = field[1:-1]
+    if (
+        len(field) >= 2
+        and field[0] == field[-1] == '"'
+        and inner.isascii()
+        and inner.isprintable()
+        and "\\" not in inner
+        and '"' not in inner
+    ):
+        return inner
+    try:
+        value = json.loads(field)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
 def _plausible_text(text: str) -> bool:
     """Whether a cached record's text can be whole: a JSON object or a JSON string, no NUL.
 
@@ -120,11 +153,12 @@ class _Entry:
     an :class:`UnreadableRun`. A saved cache holds each result as JSON text
     (a record as an object, an unreadable run's reason as a string);
     decoding 100,000 records costs seconds, and a sensor tick only needs to
-    know *whether* a run was readable, so the text is decoded only when the
-    result is asked for.
+    know *whether* a run was readable and its dataset, so the text is
+    decoded only when the result is asked for. ``dataset`` is the record's
+    dataset (None for an unreadable run).
     """
 
-    __slots__ = ("_result", "_text", "mtime_ns", "readable", "size")
+    __slots__ = ("_result", "_text", "dataset", "mtime_ns", "readable", "size")
 
     def __init__(
         self,
@@ -132,20 +166,26 @@ class _Entry:
         size: int,
         result: RunRecord | UnreadableRun | None,
         text: str | None = None,
+        dataset: str | None = None,
     ) -> None:
         self.mtime_ns, self.size = mtime_ns, size
         self._result, self._text = result, text
         if result is not None:
             self.readable = isinstance(result, RunRecord)
+            self.dataset = result.dataset if isinstance(result, RunRecord) else None
         else:
             self.readable = bool(text) and text.startswith("{")  # type: ignore[union-attr]
+            self.dataset = dataset
 
     def result(self, run_dir: Path) -> RunRecord | UnreadableRun:
         """The cached result; ``ValueError`` and friends when the saved text is damaged."""
         if self._result is None:
             text = self._text or ""
             if text.startswith("{"):
-                self._result = _record_from_json(text)
+                record = _record_from_json(text)
+                if record.dataset != self.dataset:
+                    raise ValueError("the saved dataset field disagrees with the record")
+                self._result = record
             else:
                 reason = json.loads(text)
                 if not isinstance(reason, str):
@@ -160,22 +200,36 @@ class _Entry:
             text = _record_to_json(self._result)
         else:
             text = json.dumps(self._result.reason)
-        return f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{text}"
+        dataset = json.dumps(self.dataset)
+        return f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{dataset}\t{text}"
 
 
 def _parse_line(line: str) -> tuple[str, _Entry] | None:
-    """One saved line as ``(run directory, entry)``; None when the line is damaged."""
-    fields = line.rstrip("\n").split("\t", 3)
-    if len(fields) != 4 or not _plausible_text(fields[3]):
+    """One saved line as ``(run directory, entry)``; None when the line is damaged.
+
+    A line is ``path, mtime (ns), size, dataset, result`` separated by tabs,
+    each of path, dataset and result as JSON (which escapes tabs and line
+    breaks); the dataset is a string for a readable run and null otherwise.
+    """
+    fields = line.rstrip("\n").split("\t", 4)
+    if len(fields) != 5 or not _plausible_text(fields[4]):
         return None
+    run_dir = _json_string(fields[0])
     try:
-        run_dir = json.loads(fields[0])
         mtime_ns, size = int(fields[1]), int(fields[2])
     except ValueError:
         return None
-    if not isinstance(run_dir, str):
+    if run_dir is None:
         return None
-    return run_dir, _Entry(mtime_ns, size, None, fields[3])
+    if fields[4].startswith("{"):
+        dataset = _json_string(fields[3])
+        if dataset is None:
+            return None
+    elif fields[3] == "null":
+        dataset = None
+    else:
+        return None
+    return run_dir, _Entry(mtime_ns, size, None, fields[4], dataset)
 
 
 class RunCache:
@@ -266,6 +320,47 @@ class RunCache:
         before = len(self._entries)
         self.prune(self._visited)
         return before - len(self._entries)
+
+    def dataset_states(self) -> dict[str, tuple[FileState, ...]]:
+        """The :class:`FileState` of every readable run visited, by dataset.
+
+        Visited are the runs looked up since the cache was created or
+        loaded (by :func:`scan_tree_state` or by :meth:`read` as the reader
+        of :func:`~deepecgkit.rundir.read.discover_runs`; both look up every
+        candidate). Unreadable runs are left out, as from
+        :attr:`TreeState.entries`, whose readable runs these are, grouped by
+        the dataset named in their metrics file.
+
+        Call it on a cache created or loaded for one complete scan: a cache
+        kept across scans still counts a run that vanished after it was
+        visited. No record is decoded (a loaded entry knows its dataset from
+        its own field of the saved line), so this costs a dictionary lookup
+        per run.
+
+        Returns:
+            ``{dataset: states}``, datasets sorted by name and each
+            dataset's states sorted by path.
+        """
+        groups: dict[str, list[FileState]] = {}
+        for path in self._visited:
+            entry = self._entries.get(path)
+            if entry is not None and entry.readable and entry.dataset is not None:
+                state = FileState(path, entry.mtime_ns, entry.size)
+                groups.setdefault(entry.dataset, []).append(state)
+        return {dataset: tuple(sorted(groups[dataset])) for dataset in sorted(groups)}
+
+    def dataset_digests(self) -> dict[str, str]:
+        """The state digest of each dataset's readable runs visited (see :meth:`dataset_states`).
+
+        Each value is what :attr:`TreeState.digest` would be for a tree of
+        that dataset's runs alone, so a dataset's digest changes exactly
+        when one of its readable runs is added, changed or removed, and a
+        dataset without readable runs has no key. The sensor (after
+        :func:`scan_tree_state`) and the discovery asset (after
+        ``discover_runs(..., reader=cache.read)``) compute the same map for
+        the same tree. Keys are sorted.
+        """
+        return {dataset: _digest(states) for dataset, states in self.dataset_states().items()}
 
     def save(self, path: Path | str | None = None) -> Path:
         """Write the cache (atomically): a header line, then one tab-separated line per run."""
