@@ -88,6 +88,7 @@ __all__ = [
     "discover_runs",
     "encoder_checkpoints",
     "find_encoder_checkpoints",
+    "find_run_candidate_paths",
     "find_run_candidates",
     "find_run_directories",
     "is_run_directory",
@@ -527,13 +528,22 @@ def _walk(
     while pending:
         directory, real = pending.pop()
         holds_metrics = False
+        # One scandir per directory of a 100,000-run tree: the loop is kept free of
+        # function calls and path joins (a tenth of the walk each).
+        prefix = real if real.endswith(os.sep) else real + os.sep
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
-                    if entry.name == METRICS_FILENAME:
+                    name = entry.name
+                    if name == METRICS_FILENAME:
                         holds_metrics = True
-                    elif _is_directory(entry, follow=False):
-                        child_real = os.path.join(real, entry.name)
+                        continue
+                    try:
+                        is_directory = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_directory = False
+                    if is_directory:
+                        child_real = prefix + name
                         if child_real not in visited:
                             visited.add(child_real)
                             pending.append((entry.path, child_real))
@@ -583,6 +593,23 @@ def find_run_candidates(
 ) -> tuple[list[Path], list[UnreadableRun]]:
     """Candidate run directories under ``roots``, and the directories that could not be searched.
 
+    The candidates of :func:`find_run_candidate_paths`, as :class:`~pathlib.Path` objects.
+    """
+    found, problems = find_run_candidate_paths(roots, recursive=recursive)
+    return [Path(directory) for directory in found], problems
+
+
+def find_run_candidate_paths(
+    roots: Sequence[Path | str] | Path | str, *, recursive: bool = False
+) -> tuple[list[str], list[UnreadableRun]]:
+    """Candidate run directories under ``roots`` as path strings, and the unsearchable directories.
+
+    A scan of a large tree (the sensor's, every minute) would spend a second
+    of 100,000 runs building :class:`~pathlib.Path` objects; these strings
+    are already in the form ``os.fspath(Path(...))`` gives (each root is
+    normalised as a Path would normalise it, and children are joined to it),
+    so a cache keyed by either form sees the same key.
+
     Args:
         roots: one root or a sequence of roots, scanned in the given order;
             roots that are not existing directories are skipped.
@@ -604,10 +631,10 @@ def find_run_candidates(
     if isinstance(roots, (str, os.PathLike)):
         roots = [roots]
     seen: set[str] = set()
-    candidates: list[Path] = []
+    candidates: list[str] = []
     problems: list[UnreadableRun] = []
     for root in roots:
-        root_text = os.fspath(root)
+        root_text = os.fspath(Path(root))
         if not os.path.isdir(root_text):
             continue
         if recursive:
@@ -618,7 +645,7 @@ def find_run_candidates(
             if resolved in seen:
                 continue
             seen.add(resolved)
-            candidates.append(Path(directory))
+            candidates.append(directory)
     unique = {str(problem.run_dir): problem for problem in reversed(problems)}
     return candidates, [unique[key] for key in dict.fromkeys(str(p.run_dir) for p in problems)]
 
