@@ -74,6 +74,21 @@ def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(read_module, "PARALLEL_CHUNK_RUNS", 3)
 
 
+@pytest.fixture
+def candidates(tmp_path: Path) -> list[Path]:
+    return find_run_candidates(hostile_corpus(tmp_path / "runs"))[0]
+
+
+def assert_read_as_serially(
+    candidates: list[Path], caplog: pytest.LogCaptureFixture, *, level: int, logged: str
+) -> None:
+    """read_runs in workers gives what read_run here gives, and logs ``logged``."""
+    with caplog.at_level(level, logger=read_module.__name__):
+        results = read_runs(candidates, workers=WORKERS)
+    assert repr(results) == repr([read_run(d) for d in candidates])
+    assert logged in caplog.text
+
+
 def saved_bytes(cache: RunCache, path: Path) -> bytes:
     return cache.save(path).read_bytes()
 
@@ -107,10 +122,10 @@ def test_parallel_discovery_equals_serial_discovery(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("small_batches")
-def test_read_runs_in_spawned_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_runs_in_spawned_workers(
+    candidates: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The platform's processes run threads, so they spawn their workers: same results."""
-    root = hostile_corpus(tmp_path / "runs")
-    candidates = find_run_candidates(root)[0]
     monkeypatch.setattr(read_module, "_start_method", lambda: "spawn")
     assert repr(read_runs(candidates, workers=WORKERS)) == repr([read_run(d) for d in candidates])
 
@@ -124,34 +139,23 @@ def crash_on_the_second_task(run_dirs: list[str]) -> list:
 
 @pytest.mark.usefixtures("small_batches")
 def test_a_dead_worker_loses_no_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    candidates: list[Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    root = hostile_corpus(tmp_path / "runs")
-    candidates = find_run_candidates(root)[0]
     monkeypatch.setattr(read_module, "_start_method", lambda: "fork")
     monkeypatch.setattr(read_module, "_real_read_chunk", read_module._read_chunk, raising=False)
     monkeypatch.setattr(read_module, "_read_chunk", crash_on_the_second_task)
-    with caplog.at_level(logging.WARNING, logger=read_module.__name__):
-        results = read_runs(candidates, workers=WORKERS)
-    assert repr(results) == repr([read_run(d) for d in candidates])
-    assert "reader process failed" in caplog.text
+    assert_read_as_serially(candidates, caplog, level=logging.WARNING, logged="process failed")
 
 
 @pytest.mark.usefixtures("small_batches")
 def test_workers_that_cannot_start_mean_reading_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    candidates: list[Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    root = hostile_corpus(tmp_path / "runs")
-    candidates = find_run_candidates(root)[0]
-
     def no_pool(*args: object, **kwargs: object) -> None:
         raise OSError("no processes here")
 
     monkeypatch.setattr(read_module, "ProcessPoolExecutor", no_pool)
-    with caplog.at_level(logging.INFO, logger=read_module.__name__):
-        results = read_runs(candidates, workers=WORKERS)
-    assert repr(results) == repr([read_run(d) for d in candidates])
-    assert "no processes here" in caplog.text
+    assert_read_as_serially(candidates, caplog, level=logging.INFO, logged="no processes here")
 
 
 def test_sensor_scan_of_an_empty_cache_parses_in_parallel_the_same(
@@ -172,10 +176,8 @@ def test_sensor_scan_of_an_empty_cache_parses_in_parallel_the_same(
 
 
 def test_few_runs_are_read_here_without_a_pool(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    candidates: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = hostile_corpus(tmp_path / "runs")
-    candidates = find_run_candidates(root)[0]
     assert len(candidates) < read_module.PARALLEL_MIN_RUNS
 
     def no_pool(*args: object, **kwargs: object) -> None:
