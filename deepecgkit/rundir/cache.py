@@ -379,7 +379,10 @@ class RunCache:
         kept across scans still counts a run that vanished after it was
         visited. No record is decoded (a loaded entry knows its dataset from
         its own field of the saved line), so this costs a dictionary lookup
-        per run.
+        per run. The price: a scan trusts a saved line whose record is
+        damaged but whose dataset field is whole, where discovery, which
+        decodes it, parses the run again; the two maps can then differ until
+        the cache is saved again (one refresh too many, never a run lost).
 
         Returns:
             ``{dataset: states}``, datasets sorted by name and each

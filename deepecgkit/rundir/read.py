@@ -119,11 +119,15 @@ ON_DUPLICATE_ERROR = "error"
 ON_DUPLICATE_ALL = "all"
 ON_DUPLICATE_POLICIES = (ON_DUPLICATE_NEWEST, ON_DUPLICATE_ERROR, ON_DUPLICATE_ALL)
 
-#: Runs to parse from which :func:`read_runs` parses in worker processes. Starting
-#: the workers costs about 0.1 s (forked) to 1 s (spawned: each imports numpy and
-#: pandas), and a run costs about 50 us to read and parse, so smaller batches are
-#: read in this process (see docs/benchmarks.md, "discovery").
+#: Runs to parse from which :func:`read_runs` parses in forked worker processes.
+#: A run costs about 50 us to read and parse, so two workers save about 25 us a
+#: run; forking them costs a few tens of milliseconds, which a batch this size
+#: repays (see docs/benchmarks.md, "discovery").
 PARALLEL_MIN_RUNS = 5_000
+#: The same for spawned workers (a process running threads): each new interpreter
+#: imports numpy and pandas (about a second, in parallel), which only a batch
+#: this size repays on two cores.
+SPAWN_MIN_RUNS = 20_000
 #: Run directories per task sent to a worker: big enough that a task's round trip
 #: costs little next to reading it, small enough that the workers finish together.
 PARALLEL_CHUNK_RUNS = 500
@@ -774,7 +778,9 @@ def _start_method() -> str:
     return "spawn"
 
 
-def _read_in_workers(run_dirs: Sequence[Path], workers: int) -> list[RunRecord | UnreadableRun]:
+def _read_in_workers(
+    run_dirs: Sequence[Path], workers: int, method: str
+) -> list[RunRecord | UnreadableRun]:
     """:func:`read_run` of each directory in ``workers`` processes, in the given order.
 
     A chunk whose worker failed (a worker killed, a pool that cannot
@@ -784,7 +790,7 @@ def _read_in_workers(run_dirs: Sequence[Path], workers: int) -> list[RunRecord |
     texts = [os.fspath(run_dir) for run_dir in run_dirs]
     bounds = range(0, len(texts), PARALLEL_CHUNK_RUNS)
     chunks = [texts[start : start + PARALLEL_CHUNK_RUNS] for start in bounds]
-    context = multiprocessing.get_context(_start_method())
+    context = multiprocessing.get_context(method)
     results: list[RunRecord | UnreadableRun] = []
     try:
         pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=context)
@@ -823,9 +829,10 @@ def read_runs(
         run_dirs: the directories to read.
         workers: worker processes; None means one per available CPU
             (:func:`available_cpus`), 1 reads in this process. Fewer than
-            :data:`PARALLEL_MIN_RUNS` directories are always read in this
-            process, as they are from a daemonic process (which may not
-            start workers).
+            :data:`PARALLEL_MIN_RUNS` directories (:data:`SPAWN_MIN_RUNS`
+            where the workers must be spawned, see :func:`_start_method`)
+            are read in this process, as they are from a daemonic process
+            (which may not start workers).
 
     Returns:
         One result per directory, equal to ``[read_run(d) for d in run_dirs]``:
@@ -833,7 +840,9 @@ def read_runs(
         :class:`UnreadableRun` with its reason, never as an exception.
     """
     count = available_cpus() if workers is None else workers
-    if count < 2 or len(run_dirs) < PARALLEL_MIN_RUNS or multiprocessing.current_process().daemon:
+    method = _start_method()
+    smallest = max(PARALLEL_MIN_RUNS, SPAWN_MIN_RUNS if method == "spawn" else 0)
+    if count < 2 or len(run_dirs) < smallest or multiprocessing.current_process().daemon:
         progress = logged_progress(
             run_dirs,
             total=len(run_dirs),
@@ -842,7 +851,7 @@ def read_runs(
             min_total=PROGRESS_MIN_RUNS,
         )
         return [read_run(run_dir) for run_dir in progress]
-    return _read_in_workers(run_dirs, count)
+    return _read_in_workers(run_dirs, count, method)
 
 
 def _batch_reader(reader: object) -> BatchReader | None:

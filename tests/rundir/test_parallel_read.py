@@ -71,6 +71,7 @@ def hostile_corpus(root: Path) -> Path:
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers from the first run on, three runs per task: a tiny corpus spans many tasks."""
     monkeypatch.setattr(read_module, "PARALLEL_MIN_RUNS", 1)
+    monkeypatch.setattr(read_module, "SPAWN_MIN_RUNS", 1)
     monkeypatch.setattr(read_module, "PARALLEL_CHUNK_RUNS", 3)
 
 
@@ -164,6 +165,7 @@ def test_sensor_scan_of_an_empty_cache_parses_in_parallel_the_same(
     root = hostile_corpus(tmp_path / "runs")
     monkeypatch.setattr(read_module, "available_cpus", lambda: WORKERS)
     serial, parallel = RunCache(), RunCache()
+    monkeypatch.setattr(read_module, "SPAWN_MIN_RUNS", 1)
     monkeypatch.setattr(read_module, "PARALLEL_MIN_RUNS", 10**9)
     serial_state = scan_tree_state(root, cache=serial)
     monkeypatch.setattr(read_module, "PARALLEL_MIN_RUNS", 1)
