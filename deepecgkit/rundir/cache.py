@@ -47,7 +47,7 @@ from deepecgkit.io import (
     read_regular_file,
 )
 from deepecgkit.rundir.format import METRICS_FILENAME
-from deepecgkit.rundir.read import find_run_candidates, read_run
+from deepecgkit.rundir.read import find_run_candidate_paths, read_runs
 from deepecgkit.rundir.records import RunRecord, UnreadableRun
 
 __all__ = ["FileState", "RunCache", "TreeState", "metrics_file_state", "scan_tree_state"]
@@ -272,35 +272,65 @@ class RunCache:
         entry = self._current(state)
         return None if entry is None else entry.readable
 
+    def _lookup(self, run_dir: Path, state: FileState) -> RunRecord | UnreadableRun | None:
+        """The cached result for ``state``; None when the run must be parsed (again)."""
+        entry = self._current(state)
+        if entry is None:
+            return None
+        try:
+            result = entry.result(run_dir)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            self.damaged += 1
+            logger.warning(
+                "run cache %s: damaged record of %s dropped (%s); parsing the run again",
+                self._where(),
+                display_path(run_dir),
+                exc,
+            )
+            return None
+        self.hits += 1
+        return result
+
     def read(self, run_dir: Path) -> RunRecord | UnreadableRun:
         """The run's record (or why it is unreadable), parsed only when its metrics file changed."""
-        run_dir = run_dir if isinstance(run_dir, Path) else Path(run_dir)
-        state = metrics_file_state(run_dir)
-        if state is None:
-            self._entries.pop(os.fspath(run_dir), None)
-            self._visited.add(os.fspath(run_dir))
-            return read_run(run_dir)
-        entry = self._current(state)
-        if entry is not None:
-            try:
-                result = entry.result(run_dir)
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                self.damaged += 1
-                logger.warning(
-                    "run cache %s: damaged record of %s dropped (%s); parsing the run again",
-                    self._where(),
-                    display_path(run_dir),
-                    exc,
-                )
+        return self.read_many([run_dir], workers=1)[0]
+
+    def read_many(
+        self, run_dirs: Sequence[Path], *, workers: int | None = None
+    ) -> list[RunRecord | UnreadableRun]:
+        """:meth:`read` of every directory, in order, the misses parsed in parallel when many.
+
+        The misses go to :func:`~deepecgkit.rundir.read.read_runs`, which
+        parses them in ``workers`` processes (None: one per available CPU)
+        when there are at least
+        :data:`~deepecgkit.rundir.read.PARALLEL_MIN_RUNS`; results, counts
+        and cache contents are those of calling :meth:`read` on each.
+        :func:`~deepecgkit.rundir.read.discover_runs` calls this for a
+        ``reader`` that is a cache or its ``read`` method.
+        """
+        results: list[RunRecord | UnreadableRun | None] = []
+        misses: list[tuple[int, Path, FileState | None]] = []
+        for run_dir in run_dirs:
+            path = run_dir if isinstance(run_dir, Path) else Path(run_dir)
+            state = metrics_file_state(path)
+            if state is None:  # not a regular file: never cached, read_run says why
+                self._entries.pop(os.fspath(path), None)
+                self._visited.add(os.fspath(path))
+                cached = None
             else:
-                self.hits += 1
-                return result
-        self.misses += 1
-        result = read_run(run_dir)
-        # Stored under the state seen *before* parsing: if the file changed in
-        # between, the next lookup misses and parses again.
-        self._entries[state.path] = _Entry(state.mtime_ns, state.size, result)
-        return result
+                cached = self._lookup(path, state)
+            if cached is None:
+                misses.append((len(results), path, state))
+            results.append(cached)
+        parsed = read_runs([path for _, path, _ in misses], workers=workers)
+        for (index, _, state), result in zip(misses, parsed, strict=True):
+            results[index] = result
+            if state is not None:
+                # Stored under the state seen *before* parsing: if the file changed in
+                # between, the next lookup misses and parses again.
+                self.misses += 1
+                self._entries[state.path] = _Entry(state.mtime_ns, state.size, result)
+        return results  # type: ignore[return-value]
 
     def prune(self, keep: Iterable[str]) -> None:
         """Forget runs whose directories are no longer in ``keep``."""
@@ -321,6 +351,20 @@ class RunCache:
         self.prune(self._visited)
         return before - len(self._entries)
 
+    def _dataset_paths(self) -> dict[str, list[str]]:
+        """The visited readable runs' directories by dataset, both sorted (see dataset_states)."""
+        groups: dict[str, list[str]] = {}
+        entries = self._entries
+        for path in self._visited:  # 100,000 runs at every sensor tick: no call per run
+            entry = entries.get(path)
+            if entry is None or entry.dataset is None or not entry.readable:
+                continue
+            group = groups.get(entry.dataset)
+            if group is None:
+                groups[entry.dataset] = group = []
+            group.append(path)
+        return {dataset: sorted(groups[dataset]) for dataset in sorted(groups)}
+
     def dataset_states(self) -> dict[str, tuple[FileState, ...]]:
         """The :class:`FileState` of every readable run visited, by dataset.
 
@@ -335,19 +379,20 @@ class RunCache:
         kept across scans still counts a run that vanished after it was
         visited. No record is decoded (a loaded entry knows its dataset from
         its own field of the saved line), so this costs a dictionary lookup
-        per run.
+        per run. The price: a scan trusts a saved line whose record is
+        damaged but whose dataset field is whole, where discovery, which
+        decodes it, parses the run again; the two maps can then differ until
+        the cache is saved again (one refresh too many, never a run lost).
 
         Returns:
             ``{dataset: states}``, datasets sorted by name and each
             dataset's states sorted by path.
         """
-        groups: dict[str, list[FileState]] = {}
-        for path in self._visited:
-            entry = self._entries.get(path)
-            if entry is not None and entry.readable and entry.dataset is not None:
-                state = FileState(path, entry.mtime_ns, entry.size)
-                groups.setdefault(entry.dataset, []).append(state)
-        return {dataset: tuple(sorted(groups[dataset])) for dataset in sorted(groups)}
+        entries = self._entries
+        return {
+            dataset: tuple(FileState(p, entries[p].mtime_ns, entries[p].size) for p in paths)
+            for dataset, paths in self._dataset_paths().items()
+        }
 
     def dataset_digests(self) -> dict[str, str]:
         """The state digest of each dataset's readable runs visited (see :meth:`dataset_states`).
@@ -360,7 +405,11 @@ class RunCache:
         ``discover_runs(..., reader=cache.read)``) compute the same map for
         the same tree. Keys are sorted.
         """
-        return {dataset: _digest(states) for dataset, states in self.dataset_states().items()}
+        entries = self._entries
+        return {
+            dataset: _digest([(p, entries[p].mtime_ns, entries[p].size) for p in paths])
+            for dataset, paths in self._dataset_paths().items()
+        }
 
     def save(self, path: Path | str | None = None) -> Path:
         """Write the cache (atomically): a header line, then one tab-separated line per run."""
@@ -441,11 +490,13 @@ class TreeState:
     digest: str
 
 
-def _digest(entries: Sequence[FileState]) -> str:
-    hasher = hashlib.sha256()
-    for entry in entries:
-        hasher.update(f"{entry.path}\t{entry.mtime_ns}\t{entry.size}\n".encode())
-    return hasher.hexdigest()[:DIGEST_LENGTH]
+def _digest(entries: Iterable[tuple[str, int, int]]) -> str:
+    """SHA-256 of one ``path<TAB>mtime<TAB>size<LF>`` line per :class:`FileState`, shortened.
+
+    Hashed as one text: 100,000 ``update`` calls cost more than the hashing.
+    """
+    text = "".join([f"{path}\t{mtime_ns}\t{size}\n" for path, mtime_ns, size in entries])
+    return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
 
 
 def scan_tree_state(
@@ -463,14 +514,19 @@ def scan_tree_state(
     """
     cache = RunCache() if cache is None else cache
     readable: list[FileState] = []
-    candidates, problems = find_run_candidates(roots, recursive=recursive)
+    candidates, problems = find_run_candidate_paths(roots, recursive=recursive)
     pending = [display_path(problem.run_dir) for problem in problems]
+    looked_up: list[tuple[str, FileState | None, bool | None]] = []
     for run_dir in candidates:
         state = metrics_file_state(run_dir)
-        known = None if state is None else cache.known_readable(state)
-        if known is None and state is not None:
-            known = isinstance(cache.read(run_dir), RunRecord)
-        if known:
+        looked_up.append((run_dir, state, None if state is None else cache.known_readable(state)))
+    misses = [d for d, state, known in looked_up if known is None and state is not None]
+    parsed = cache.read_many([Path(run_dir) for run_dir in misses])  # in parallel when many
+    now_readable = {
+        d for d, result in zip(misses, parsed, strict=True) if isinstance(result, RunRecord)
+    }
+    for run_dir, state, known in looked_up:
+        if state is not None and (known or (known is None and run_dir in now_readable)):
             readable.append(state)
         else:
             pending.append(display_path(run_dir))

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from deepecgkit.rundir.cache import (
@@ -19,7 +20,12 @@ from deepecgkit.rundir.cache import (
     scan_tree_state,
 )
 from deepecgkit.rundir.format import METRICS_FILENAME
-from deepecgkit.rundir.read import discover_runs, find_run_candidates, read_run
+from deepecgkit.rundir.read import (
+    discover_runs,
+    find_run_candidate_paths,
+    find_run_candidates,
+    read_run,
+)
 from deepecgkit.rundir.records import RunRecord
 from deepecgkit.rundir.write import write_run_directory
 
@@ -168,6 +174,7 @@ def test_union_of_datasets_is_the_readable_runs_datasets(tmp_path: Path) -> None
     per_dataset = cache.dataset_states()
     assert sorted(s for states in per_dataset.values() for s in states) == list(state.entries)
     assert cache.dataset_digests() == discovery_digests(root, cache_file)
+    assert cache.damaged == 0 and cache.misses == 0, "odd names round-trip through the file"
 
 
 def test_saved_lines_carry_the_dataset_and_version_4(tmp_path: Path) -> None:
@@ -253,3 +260,22 @@ def test_property_digests_agree_and_follow_each_change(
         assert all(other == after[0] for other in after) and after[0] == reference_digests(root)
         for dataset in set(before[0]) | set(after[0]):
             assert (before[0].get(dataset) != after[0].get(dataset)) == (dataset in touched)
+
+
+def test_candidate_paths_are_the_keys_discovery_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sensor lists strings, discovery Paths: a root spelt ``./runs/`` gives one key."""
+    monkeypatch.chdir(tmp_path)
+    make(tmp_path / "runs", "a_seed0", "afib", 0)
+    make(tmp_path / "runs" / "deep", "b_seed0", "rhythm", 0)
+    for root in ("./runs/", "runs//", "runs/."):
+        for recursive in (False, True):
+            strings, _ = find_run_candidate_paths(root, recursive=recursive)
+            paths, _ = find_run_candidates(root, recursive=recursive)
+            assert strings == [os.fspath(path) for path in paths]
+        cache = RunCache()
+        discover_runs(root, recursive=True, reader=cache.read)
+        state = scan_tree_state(root, cache=cache)
+        assert cache.misses == 2 and cache.hits == 0, "the scan found discovery's entries"
+        assert [entry.path for entry in state.entries] == ["runs/a_seed0", "runs/deep/b_seed0"]
