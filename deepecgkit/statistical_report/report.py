@@ -81,6 +81,7 @@ from deepecgkit.statistical_report.reuse import (
     DamagedEntry,
     ReportCache,
     RowReuse,
+    decode_verdicts,
     environment,
     figure_files,
     figure_key,
@@ -614,8 +615,17 @@ def statistical_report(
             f"no run directory (a folder holding {METRICS_FILENAME}) found under "
             + ", ".join(display_path(p) for p in root_paths)
         )
+    library_versions = versions(plots=plots)
+    bound_to = environment(library_versions)
+    previous = ReportCache.load(out_path / CACHE_FILENAME, bound_to)
+    reuse = RowReuse(previous, settings, allow_partial=allow_partial)
     naming = root_paths or found
-    runs = assess_runs(_run_ids(naming, found), allow_partial=allow_partial)
+    runs = assess_runs(
+        _run_ids(naming, found),
+        allow_partial=allow_partial,
+        known=decode_verdicts(previous.contents),
+    )
+    reuse.keep_verdicts(runs)
     runs += _unlisted_runs(naming, unlisted)
     runs.sort(key=lambda run: run.run_id)
     if reference is not None and reference not in {run.model for run in runs}:
@@ -624,10 +634,6 @@ def statistical_report(
             f"reference model {reference!r} is not the model of any discovered run "
             f"(models found: {', '.join(known) or 'none'})"
         )
-    library_versions = versions(plots=plots)
-    bound_to = environment(library_versions)
-    previous = ReportCache.load(out_path / CACHE_FILENAME, bound_to)
-    reuse = RowReuse(previous, settings, allow_partial=allow_partial)
     included = [run for run in runs if not run.excluded]
     scores = {
         run.run_id: reuse.scores(run)

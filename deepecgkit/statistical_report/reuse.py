@@ -15,6 +15,9 @@ content of what shaped them, so an entry can never describe other inputs.
 * A **pair key** is the two run keys in order (reference, candidate): it
   changes when either run, a setting or the reference changes. Its entry
   holds the pair's paired and McNemar rows, or the reason it was rejected.
+* A **content key** is a predictions file's hash and name; its entry is the
+  file's :class:`~deepecgkit.statistical_report.identity.ContentVerdict`
+  (parse and checks 4-8), so an unchanged file is hashed, not parsed.
 * A **figure key** adds ``pdf``, the plotting module's source and the
   matplotlib version to the run key; its entry records the files (path,
   format, SHA-256) of the figure; a file is reused only when its bytes on
@@ -52,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from deepecgkit.io import UnreadableFileError, atomic_write_bytes, json_ready, read_regular_file
-from deepecgkit.statistical_report.identity import RunInput
+from deepecgkit.statistical_report.identity import ContentVerdict, RunInput, content_key
 from deepecgkit.statistical_report.tables import (
     LEVEL_METRICS_COLUMNS,
     MCNEMAR_COLUMNS,
@@ -73,8 +76,10 @@ __all__ = [
     "RowReuse",
     "decode_pair",
     "decode_run",
+    "decode_verdicts",
     "encode_pair",
     "encode_run",
+    "encode_verdict",
     "environment",
     "figure_files",
     "figure_key",
@@ -90,6 +95,8 @@ CACHE_FORMAT = "deepecg-report-cache"
 CACHE_VERSION = 1
 #: Packages whose source shapes the rows (a change invalidates every entry).
 _ROW_SOURCES = ("analysis", "rundir", "statistical_report")
+#: The sections of the file, in :class:`ReportCache` field order.
+_PARTS = ("runs", "pairs", "figures", "contents")
 #: Fixed gzip header time, so the same entries give the same file.
 _GZIP_MTIME = 0
 
@@ -331,16 +338,39 @@ def figure_files(entry: Any) -> list[dict[str, str]]:
     return entry
 
 
+def encode_verdict(verdict: ContentVerdict) -> list[Any]:
+    """A predictions file's verdict as a cache entry: ``[reason, detail, n_rows, n_groups]``."""
+    return [verdict.reason, verdict.detail, verdict.n_rows, verdict.n_groups]
+
+
+def decode_verdicts(entries: Mapping[str, Any]) -> dict[str, ContentVerdict]:
+    """The well-formed verdict entries (a malformed one is left out and logged: a parse)."""
+    verdicts = {}
+    for key, entry in entries.items():
+        if (
+            isinstance(entry, list)
+            and len(entry) == 4
+            and isinstance(entry[0], (str, type(None)))
+            and isinstance(entry[1], str)
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in entry[2:])
+        ):
+            verdicts[key] = ContentVerdict(*entry)
+        else:
+            logger.warning("report cache verdict %s ignored: malformed", key)
+    return verdicts
+
+
 # --- the file ------------------------------------------------------------------------------------
 
 
 @dataclass
 class ReportCache:
-    """The entries of one report's cache: run, pair and figure keys to entries."""
+    """The entries of one report's cache: run, pair, figure and content keys to entries."""
 
     runs: dict[str, Any] = field(default_factory=dict)
     pairs: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
+    contents: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path, bound_to: Mapping[str, Any]) -> ReportCache:
@@ -363,7 +393,7 @@ class ReportCache:
                 path,
             )
             return cls()
-        parts = [payload.get(name) for name in ("runs", "pairs", "figures")]
+        parts = [payload.get(name) for name in _PARTS]
         if not all(isinstance(part, dict) for part in parts):
             logger.warning("report cache %s is damaged; every run is computed again", path)
             return cls()
@@ -376,6 +406,7 @@ class ReportCache:
             "runs": self.runs,
             "pairs": self.pairs,
             "figures": self.figures,
+            "contents": self.contents,
         }
         text = json.dumps(payload, sort_keys=True, allow_nan=True, separators=(",", ":"))
         return atomic_write_bytes(path, gzip.compress(text.encode("ascii"), mtime=_GZIP_MTIME))
@@ -402,6 +433,14 @@ class RowReuse:
         self.run_keys: dict[str, str] = {}
         self.reused_runs = self.computed_runs = 0
         self.reused_pairs = self.computed_pairs = 0
+
+    def keep_verdicts(self, runs: Sequence[RunInput]) -> None:
+        """Keep the predictions verdict of every run that has one, for the next build."""
+        for run in runs:
+            if run.verdict is not None and run.predictions_file is not None:
+                name = run.predictions_file.name
+                key = content_key(name, run.files[name])
+                self.kept.contents[key] = encode_verdict(run.verdict)
 
     def scores(self, run: RunInput) -> RunScores:
         """The scores of one included run."""

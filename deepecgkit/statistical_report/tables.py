@@ -58,7 +58,7 @@ from deepecgkit.analysis.constants import (
 )
 from deepecgkit.rundir.int_columns import exact_int_array
 from deepecgkit.rundir.metrics import is_lower_better
-from deepecgkit.statistical_report.identity import RunInput, ValidPredictions
+from deepecgkit.statistical_report.identity import RunInput, ValidPredictions, predictions_of
 
 __all__ = [
     "EXCLUSION_COLUMNS",
@@ -240,10 +240,11 @@ def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
 
 
 def _validated(run: RunInput) -> ValidPredictions:
-    """The validated predictions of an included run."""
-    if run.data is None:
-        raise ComparisonError(f"run {run.run_id} has no validated predictions; it is not included")
-    return run.data
+    """The validated predictions of an included run (parsed now when their verdict was known)."""
+    try:
+        return predictions_of(run)
+    except ValueError as exc:
+        raise ComparisonError(str(exc)) from None
 
 
 def _report_metrics(n_classes: int, bins: int) -> dict[str, BatchMetric]:

@@ -14,7 +14,7 @@ import pytest
 
 from deepecgkit.analysis.compare.errors import ComparisonError
 from deepecgkit.evaluation.run_scoring import write_run_report
-from deepecgkit.statistical_report import ReportResult, statistical_report
+from deepecgkit.statistical_report import ReportResult, identity, statistical_report
 from deepecgkit.statistical_report.identity import assess_runs
 from deepecgkit.statistical_report.reuse import CACHE_FILENAME, run_key
 from deepecgkit.statistical_report.tables import ReportSettings
@@ -256,3 +256,35 @@ def test_a_runs_rows_do_not_depend_on_the_other_runs(runs: Path, tmp_path: Path)
     together = _build(runs, tmp_path / "together")
     rows = together.run_summary[together.run_summary["run_id"] == "cnn_afib_seed1"]
     assert alone.run_summary.reset_index(drop=True).equals(rows.reset_index(drop=True))
+
+
+def test_an_unchanged_predictions_file_is_hashed_not_parsed(
+    few_runs: Path, tmp_path: Path, monkeypatch
+) -> None:
+    duplicated = write_run(few_runs, "lstm", 0)  # check 7 excludes it
+    predictions = duplicated / "predictions.csv"
+    lines = predictions.read_text(encoding="utf-8").splitlines(keepends=True)
+    predictions.write_text("".join([*lines, lines[1]]), encoding="utf-8")
+    unparseable = write_run(few_runs, "lstm", 1)  # check 1 excludes it
+    (unparseable / "predictions.csv").write_bytes(b"\xff\xfe not text")
+    out, clean = tmp_path / "out", tmp_path / "clean"
+    first = _build(few_runs, out)
+    assert set(first.exclusions["reason"]) >= {"duplicate_sample", "unreadable"}
+
+    parsed: list[str] = []
+    real = identity.parse_predictions
+
+    def counting(data: bytes, path: Path):
+        parsed.append(path.parent.name)
+        return real(data, path)
+
+    monkeypatch.setattr(identity, "parse_predictions", counting)
+    again = _build(few_runs, out)
+    assert parsed == [] and again.exclusions.equals(first.exclusions)
+    write_run(few_runs, "cnn", 0, variant=1)
+    assert _counts(_build(few_runs, out)) == (2, 1, 0, 1)
+    # The changed run is parsed to be checked; its reference, from the bytes already read,
+    # only because their pair is computed again.
+    assert sorted(parsed) == ["cnn_afib_seed0", f"{REFERENCE}_afib_seed0"]
+    monkeypatch.undo()
+    _assert_equals_clean(few_runs, out, clean)
