@@ -3,7 +3,7 @@
 Writes a corpus of runs with stored predictions (``--models`` x
 ``--datasets`` x ``--seeds``, default 4 x 2 x 25 = 200 runs, the first model
 the reference, so every other run is one paired comparison) with
-:func:`deepecgkit.evaluation.run_scoring.write_run_report`, less one
+``tests/statistical_report/prediction_runs.py`` (the reuse tests' writer), less one
 candidate run. It then times, in one process and one run:
 
 1. a full build into an empty folder (the baseline);
@@ -30,35 +30,20 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
-from deepecgkit.evaluation.run_scoring import write_run_report
 from deepecgkit.statistical_report import ReportResult, statistical_report
 from deepecgkit.statistical_report.reuse import CACHE_FILENAME
+from tests.statistical_report.prediction_runs import write_prediction_run
 
 MODELS = ("resnet", "cnn", "lstm", "inception", "transformer", "mlp")
 DATASETS = ("afib", "ptbxl", "chapman", "georgia")
-N_GROUPS, PER_GROUP, N_CLASSES = 100, 3, 3
+N_GROUPS, PER_GROUP = 100, 3
 
 
 def write_run(root: Path, model: str, dataset: str, seed: int) -> None:
-    """One run with predictions of a model whose skill depends on its name."""
-    rng = np.random.default_rng([seed, MODELS.index(model), DATASETS.index(dataset)])
-    y_true = np.repeat(np.arange(N_GROUPS) % N_CLASSES, PER_GROUP)
-    groups = np.repeat([f"p{g:04d}" for g in range(N_GROUPS)], PER_GROUP)
-    logits = rng.normal(size=(y_true.size, N_CLASSES))
-    logits[np.arange(y_true.size), y_true] += 1.0 + 0.2 * MODELS.index(model)
-    prob = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    write_run_report(
-        root / f"{model}_{dataset}_seed{seed}",
-        y_true,
-        prob,
-        model=model,
-        dataset=dataset,
-        logits=logits,
-        groups=groups,
-        split_info={"n_train": 1000, "n_val": 100},
-        metadata={"seed": seed, "params": {"model": model}},
+    """One run of 300 predictions in 100 groups; a model's skill grows with its place."""
+    skill = 1.0 + 0.2 * MODELS.index(model)
+    write_prediction_run(
+        root, model, dataset, seed, n_groups=N_GROUPS, per_group=PER_GROUP, skill=skill
     )
 
 

@@ -61,11 +61,14 @@ from deepecgkit.statistical_report.tables import (
     MCNEMAR_COLUMNS,
     PAIRED_COLUMNS,
     RELIABILITY_COLUMNS,
+    RUN_ROW_IDENTITY,
     RUN_SUMMARY_COLUMNS,
     PairOutcome,
     ReportSettings,
     RunScores,
     compare_pair,
+    pair_identity,
+    run_identity,
     score_run,
 )
 
@@ -101,8 +104,8 @@ _PARTS = ("runs", "pairs", "figures", "contents")
 _GZIP_MTIME = 0
 
 #: Identity columns of each run table: taken from the run, not stored.
-_SUMMARY_IDENTITY = ("run_id", "model", "dataset", "seed", "params_fingerprint", "partial")
-_RUN_IDENTITY = ("run_id", "model", "dataset", "seed")
+_SUMMARY_IDENTITY = (*RUN_ROW_IDENTITY, "params_fingerprint", "partial")
+_RUN_IDENTITY = RUN_ROW_IDENTITY
 #: Identity columns of each pair table: taken from the two runs, not stored.
 _MCNEMAR_IDENTITY = (
     "dataset",
@@ -242,29 +245,6 @@ def _decode_rows(
     return rows
 
 
-def _run_identity(run: RunInput) -> dict[str, Any]:
-    return {
-        "run_id": run.run_id,
-        "model": run.model,
-        "dataset": run.dataset,
-        "seed": run.seed,
-        "params_fingerprint": run.fingerprint,
-        "partial": bool(run.partial_reasons),
-    }
-
-
-def _pair_identity(reference: RunInput, candidate: RunInput) -> dict[str, Any]:
-    return {
-        "dataset": reference.dataset,
-        "seed": reference.seed,
-        "reference_model": reference.model,
-        "candidate_model": candidate.model,
-        "reference_run_id": reference.run_id,
-        "candidate_run_id": candidate.run_id,
-        "partial": bool(reference.partial_reasons or candidate.partial_reasons),
-    }
-
-
 def encode_run(scores: RunScores) -> dict[str, Any]:
     """A run's scores as a cache entry (plain JSON values)."""
     entry: dict[str, Any] = {
@@ -281,7 +261,7 @@ def decode_run(entry: Any, run: RunInput) -> RunScores:
     """The scores of ``run`` from its entry, stamped with its identity; :class:`DamagedEntry`."""
     if not isinstance(entry, dict):
         raise DamagedEntry("a run entry is not an object")
-    identity = _run_identity(run)
+    identity = run_identity(run)
     tables = {
         name: _decode_rows(
             entry.get(name), columns, {key: identity[key] for key in identity_columns}
@@ -309,11 +289,11 @@ def encode_pair(outcome: PairOutcome) -> dict[str, Any]:
     return entry
 
 
-def decode_pair(entry: Any, reference: RunInput, candidate: RunInput) -> PairOutcome:
+def decode_pair(entry: Any, *, reference: RunInput, candidate: RunInput) -> PairOutcome:
     """The outcome of a comparison from its entry, stamped with the two runs' identities."""
     if not isinstance(entry, dict):
         raise DamagedEntry("a pair entry is not an object")
-    identity = _pair_identity(reference, candidate)
+    identity = pair_identity(reference, candidate)
     reason, detail = entry.get("reason"), entry.get("detail")
     if not isinstance(reason, (str, type(None))) or not isinstance(detail, str):
         raise DamagedEntry("a pair entry's reason or detail is not text")
@@ -467,7 +447,7 @@ class RowReuse:
         entry = self.kept.pairs.get(key, self.previous.pairs.get(key))
         if entry is not None:
             try:
-                outcome = decode_pair(entry, reference, candidate)
+                outcome = decode_pair(entry, reference=reference, candidate=candidate)
             except DamagedEntry as exc:
                 logger.warning(
                     "report cache entry of %s against %s ignored: %s",
@@ -482,4 +462,4 @@ class RowReuse:
         entry = encode_pair(compare_pair(reference, candidate, settings=self.settings))
         self.kept.pairs[key] = entry
         self.computed_pairs += 1
-        return decode_pair(entry, reference, candidate)
+        return decode_pair(entry, reference=reference, candidate=candidate)

@@ -9,47 +9,25 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from deepecgkit.analysis.compare.errors import ComparisonError
-from deepecgkit.evaluation.run_scoring import write_run_report
 from deepecgkit.statistical_report import ReportResult, identity, statistical_report
 from deepecgkit.statistical_report.identity import assess_runs
 from deepecgkit.statistical_report.reuse import CACHE_FILENAME, run_key
 from deepecgkit.statistical_report.tables import ReportSettings
 from tests.deepecg_assets.output_trees import tree_bytes
+from tests.statistical_report.prediction_runs import write_prediction_run
 
-N_GROUPS, PER_GROUP, N_CLASSES = 24, 2, 3
 REFERENCE = "resnet"
 #: Figures are drawn only where a test is about them (drawing is most of a build's time).
 SETTINGS = {"n_resamples": 40, "reference": REFERENCE, "bins": 6, "plots": False}
 FIGURES = {"plots": True}
 
 
-def write_run(
-    root: Path, model: str, seed: int, *, variant: int = 0, dataset: str = "afib"
-) -> Path:
-    """One run with predictions; ``variant`` changes the predictions, nothing else."""
-    rng = np.random.default_rng([seed, variant, len(model)])
-    y_true = np.repeat(np.arange(N_GROUPS) % N_CLASSES, PER_GROUP)
-    groups = np.repeat([f"p{g:03d}" for g in range(N_GROUPS)], PER_GROUP)
-    logits = rng.normal(size=(y_true.size, N_CLASSES))
-    logits[np.arange(y_true.size), y_true] += 1.5
-    prob = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    run_dir = root / f"{model}_{dataset}_seed{seed}"
-    write_run_report(
-        run_dir,
-        y_true,
-        prob,
-        model=model,
-        dataset=dataset,
-        logits=logits,
-        groups=groups,
-        split_info={"n_train": 100, "n_val": 20},
-        metadata={"seed": seed, "params": {"model": model}},
-    )
-    return run_dir
+def write_run(root: Path, model: str, seed: int, *, variant: int = 0) -> Path:
+    """One run on dataset ``afib``; ``variant`` changes its predictions, nothing else."""
+    return write_prediction_run(root, model, "afib", seed, variant=variant)
 
 
 @pytest.fixture
