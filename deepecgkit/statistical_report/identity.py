@@ -26,7 +26,8 @@ silently. The checks, in order:
 Checks 4-8, and the parse of the predictions in check 1, depend only on the
 predictions file's name and bytes. Their outcome is a :class:`ContentVerdict`
 that a caller may keep and hand back (keyed by :func:`content_key`): a file
-whose hash has a verdict is not parsed again, and its predictions are parsed
+whose hash has a verdict is not parsed again (except one that could not be
+parsed: that message names the file's path), and its predictions are parsed
 from the bytes already read only when a run or pair must be computed
 (:func:`predictions_of`).
 
@@ -273,10 +274,9 @@ def _load(run: RunInput, known: Mapping[str, ContentVerdict]) -> None:
         run.files[run.predictions_file.name] = digest
         run.predictions_mtime = info.st_mtime
         verdict = known.get(content_key(run.predictions_file.name, digest))
-        if verdict is not None:
+        # A parse failure's message names the file's path, so it is never taken as known.
+        if verdict is not None and verdict.reason != UNREADABLE:
             run.verdict = verdict
-            if verdict.reason == UNREADABLE:
-                raise _Unreadable(verdict.detail)
             if verdict.reason is None:
                 run.predictions_bytes = data
             return

@@ -55,7 +55,12 @@ from pathlib import Path
 from typing import Any
 
 from deepecgkit.io import UnreadableFileError, atomic_write_bytes, json_ready, read_regular_file
-from deepecgkit.statistical_report.identity import ContentVerdict, RunInput, content_key
+from deepecgkit.statistical_report.identity import (
+    UNREADABLE,
+    ContentVerdict,
+    RunInput,
+    content_key,
+)
 from deepecgkit.statistical_report.tables import (
     LEVEL_METRICS_COLUMNS,
     MCNEMAR_COLUMNS,
@@ -417,7 +422,10 @@ class RowReuse:
     def keep_verdicts(self, runs: Sequence[RunInput]) -> None:
         """Keep the predictions verdict of every run that has one, for the next build."""
         for run in runs:
+            # A parse failure's detail names the file's path: not content alone.
             if run.verdict is not None and run.predictions_file is not None:
+                if run.verdict.reason == UNREADABLE:
+                    continue
                 name = run.predictions_file.name
                 key = content_key(name, run.files[name])
                 self.kept.contents[key] = encode_verdict(run.verdict)
