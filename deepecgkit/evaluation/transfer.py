@@ -8,6 +8,12 @@ and that is what the matrix measures. The untrained-encoder row
 (``RANDOM_INIT``) is the floor: a trained encoder that does not beat it has
 learned nothing useful for that target.
 
+A refresh need not probe every cell again: given a
+:class:`~deepecgkit.evaluation.transfer_cache.TransferCellCache`,
+``cross_dataset_transfer`` reuses each cell whose checkpoint bytes, target
+data and settings are unchanged, and loads only the encoders that still have
+a cell to compute.
+
 Importing this module does not import torch: only the functions that embed
 data (``protocol_data_module``, ``cross_dataset_transfer``) do, on call.
 """
@@ -401,12 +407,6 @@ def cross_dataset_transfer(
             "embedding": {"batch_size": batch_size, "device": _device_type(device)},
         },
     )
-    extractor_kwargs = {
-        "batch_size": batch_size,
-        "device": device,
-        "num_workers": num_workers,
-        "progress": progress,
-    }
     # Only encoders with a cell to compute are loaded: a refresh that reuses
     # every cell of a checkpoint never reads its weights into a model.
     needed = {row for (row, _), (_, cached) in plan.items() if cached is None}

@@ -35,6 +35,7 @@ to recompute, and their note names the file's path.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -48,7 +49,7 @@ import numpy as np
 
 from deepecgkit.evaluation.constants import DEFAULT_PROBE_RANDOM_STATE
 from deepecgkit.evaluation.probe import DEFAULT_PROBE_C, DEFAULT_PROBE_MAX_ITER, ProbeResult
-from deepecgkit.io import UnreadableFileError, atomic_write_json, json_ready, read_regular_file
+from deepecgkit.io import UnreadableFileError, atomic_write_text, json_ready, read_regular_file
 
 __all__ = [
     "CELL_CACHE_FORMAT_VERSION",
@@ -72,6 +73,7 @@ _CELL_PACKAGES = ("deepecgkit", "numpy", "scikit-learn", "torch")
 _NON_DATA_KWARGS = frozenset({"verbose", "force_download", "download"})
 
 
+@functools.lru_cache(maxsize=1)
 def _package_versions() -> dict[str, str | None]:
     versions: dict[str, str | None] = {}
     for name in _CELL_PACKAGES:
@@ -211,7 +213,7 @@ class CachedCell:
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> CachedCell:
-        """Inverse of :meth:`to_dict`; ``null`` metrics (NaN written as JSON) are NaN again.
+        """Inverse of :meth:`to_dict` (a ``null`` metric is read as NaN).
 
         Raises:
             ValueError: a payload that is not a stored cell.
@@ -292,10 +294,16 @@ class TransferCellCache:
             self._used[key] = cell
 
     def save(self, path: str | Path) -> Path:
-        """Write the cells this build used (sorted by key) to ``path`` atomically."""
+        """Write the cells this build used (sorted by key) to ``path`` atomically.
+
+        Non-finite metrics are written as JSON's ``NaN``/``Infinity``
+        extensions (which Python reads back), not as ``null``, so that every
+        value, infinities included, returns exactly.
+        """
         payload = {
             "kind": CELL_CACHE_KIND,
             "version": CELL_CACHE_FORMAT_VERSION,
             "cells": {key: self._used[key].to_dict() for key in sorted(self._used)},
         }
-        return atomic_write_json(path, payload)
+        text = json.dumps(json_ready(payload, nan_to_null=False), indent=1, allow_nan=True)
+        return atomic_write_text(path, text + "\n")

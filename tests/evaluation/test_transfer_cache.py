@@ -6,11 +6,14 @@ import json
 import logging
 import math
 import shutil
+import struct
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 from deepecgkit.datasets import ECGDataModule
 from deepecgkit.datasets.synthetic_datasets import (
@@ -261,6 +264,21 @@ def test_a_stored_cell_round_trips_exactly(tmp_path: Path) -> None:
     assert math.copysign(1.0, cell.result.metrics["f1_macro"]) == -1.0
     assert cell.result.note == "held-out split holds 1 of 2 classes"
     assert cell.class_names == ["no", "yes"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=4, max_size=4))
+def test_every_metric_value_round_trips(values: list[float]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        cache = TransferCellCache()
+        metrics = dict(zip(("auroc_macro", "f1_macro", "accuracy", "b"), values, strict=True))
+        cache.record("k", ProbeResult(metrics=metrics), None)
+        stored = TransferCellCache.load(cache.save(Path(folder) / "c.json")).get("k")
+    assert stored is not None
+    for name, value in metrics.items():
+        assert struct.pack("<d", stored.result.metrics[name]) == struct.pack("<d", value) or (
+            math.isnan(value) and math.isnan(stored.result.metrics[name])
+        )
 
 
 def test_save_keeps_only_the_cells_this_build_used(tmp_path: Path) -> None:
