@@ -58,6 +58,7 @@ __all__ = [
     "TransferCellCache",
     "cell_key",
     "checkpoint_digest",
+    "probe_settings",
     "target_data_identity",
 ]
 
@@ -69,8 +70,10 @@ CELL_CACHE_FORMAT_VERSION = 1
 CELL_CACHE_KIND = "deepecgkit transfer cells"
 #: Packages whose code computes a cell; a new version of any of them recomputes every cell.
 _CELL_PACKAGES = ("deepecgkit", "numpy", "scikit-learn", "torch")
-#: Module options that never change the data (logging, downloads, loader workers).
+#: Dataset options that never change the data (logging and download switches).
 _NON_DATA_KWARGS = frozenset({"verbose", "force_download", "download"})
+#: Per-item functions of a dataset; their effect is not in the arrays, so it cannot be hashed.
+_TRANSFORMS = ("transform", "target_transform")
 
 
 @functools.lru_cache(maxsize=1)
@@ -119,7 +122,8 @@ def target_data_identity(module: Any) -> dict[str, Any] | None:
 
     Returns:
         A JSON-ready dictionary, or None when the data cannot be identified
-        (a dataset without ``signals`` and ``labels`` arrays): such a cell is
+        (a dataset without ``signals`` and ``labels`` arrays, or with a
+        ``transform``, or options that are not plain values): such a cell is
         always computed.
     """
     from deepecgkit.datasets.synthetic_datasets import SyntheticECGDataset
@@ -137,6 +141,10 @@ def target_data_identity(module: Any) -> dict[str, Any] | None:
             for key, value in getattr(module, "dataset_kwargs", {}).items()
             if key not in _NON_DATA_KWARGS
         }
+        try:
+            options = json_ready(options, nan_to_null=False)
+        except TypeError:  # a transform or another object: what it does cannot be hashed
+            return None
         return {
             "generated": f"{dataset_class.__module__}.{dataset_class.__qualname__}",
             "name": dataset_class.name,
@@ -151,6 +159,8 @@ def target_data_identity(module: Any) -> dict[str, Any] | None:
         train, test = module.split_indices("train"), module.split_indices("test")
     except (AttributeError, TypeError, ValueError, OSError):
         return None  # the cell's own attempt reports why the data cannot be read
+    if any(getattr(dataset, name, None) is not None for name in _TRANSFORMS):
+        return None  # applied per item, after the arrays hashed here
     hasher = hashlib.sha256()
     for array in (signals, labels, train, test):
         _array_digest(hasher, array)

@@ -232,6 +232,13 @@ def test_a_ready_made_dataset_is_identified_by_its_content() -> None:
     assert target_data_identity(ECGDataModule(dataset=dataset, seed=3)) != first
 
 
+def test_data_whose_effect_cannot_be_hashed_is_never_reused() -> None:
+    assert target_data_identity(_module(SyntheticIrregularRRDataset, transform=abs)) is None
+    dataset = SyntheticIrregularRRDataset(n_patients=30, transform=abs)
+    assert target_data_identity(ECGDataModule(dataset=dataset, seed=3)) is None
+    assert target_data_identity(object()) is None
+
+
 def test_the_checkpoint_digest_is_of_the_bytes(checkpoints, tmp_path: Path) -> None:
     copy = tmp_path / "copy.pt"
     shutil.copyfile(checkpoints[IRREGULAR], copy)
