@@ -9,7 +9,7 @@ import pytest
 
 from deepecg_assets.build import materialize_everything
 from deepecg_assets.definitions import defs
-from deepecg_assets.partitions import DATASET_PARTITIONS, PER_DATASET_ASSETS
+from deepecg_assets.partitions import PER_DATASET_ASSETS
 from deepecg_assets.resources import OutputFolderResource, RunRootsResource
 from deepecg_assets.sensors import (
     SENSOR_INTERVAL_ENV,

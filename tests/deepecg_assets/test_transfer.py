@@ -12,7 +12,7 @@ import pytest
 
 from deepecg_assets.assets.transfer import NO_CHECKPOINTS, matrix_frame
 from deepecg_assets.definitions import defs
-from deepecg_assets.io_managers import frame_from_csv
+from deepecg_assets.parquet_frames import read_stored_frame
 from deepecg_assets.resources import BUNDLED_CORPUS
 from deepecgkit.analysis.latex import compile_table
 from deepecgkit.datasets.synthetic import CONTRAST_DATASETS
@@ -49,7 +49,7 @@ def test_transfer_matrix_on_the_bundled_corpus(bundled_transfer_build) -> None:
     # One build of the transfer assets on the bundled corpus (tests/conftest.py).
     result, output = bundled_transfer_build.result, bundled_transfer_build.output
     frames = output / "frames"
-    cells = frame_from_csv((frames / "transfer_matrix.csv").read_text())
+    cells = read_stored_frame(frames, "transfer_matrix")
     assert set(cells["model_name"]) == {"simple-cnn", "resnet1d", "se-resnet"}
     for architecture, block in cells.groupby("model_name"):
         matrix = matrix_frame(block)
@@ -98,7 +98,7 @@ def test_transfer_is_skipped_without_checkpoints(platform) -> None:
     }
     assert events["transfer_matrix"]["skipped"].value == NO_CHECKPOINTS
     assert events["transfer_table"]["skipped"].value == NO_CHECKPOINTS
-    stored = frame_from_csv((platform.output / "frames" / "transfer_matrix.csv").read_text())
+    stored = read_stored_frame(platform.output / "frames", "transfer_matrix")
     assert stored.empty and "score" in stored.columns
     assert not (platform.output / "tables" / "transfer_matrix.tex").exists()
 
@@ -196,7 +196,7 @@ def test_a_refresh_reuses_unchanged_cells_and_equals_a_clean_build(
         shutil.rmtree(added)
         changed.write_bytes(b"garbage")
         assert builds.refresh_equals_clean() == (4, 2)
-        cells = frame_from_csv((builds.kept / "frames" / "transfer_matrix.csv").read_text())
+        cells = read_stored_frame(builds.kept / "frames", "transfer_matrix")
         empty = pd.to_numeric(cells["score"], errors="coerce").isna()
         assert set(cells.loc[empty, "source"]) == {long_pr} and empty.sum() == 2
         # A setting changed, on a damaged cache (ignored and rebuilt): every cell is computed.
