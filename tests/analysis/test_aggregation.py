@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
+from deepecgkit.analysis.schemas import AGGREGATE_COLUMNS
 from deepecgkit.analysis.statistics import summarize_scores
 from deepecgkit.rundir import read as aggregation
 from deepecgkit.rundir.format import (
@@ -514,6 +515,8 @@ EXPECTED_WORKED_AGGREGATE = {
 
 def test_aggregate_runs_worked_example(worked_example_frame: pd.DataFrame) -> None:
     table = aggregate_runs(worked_example_frame)
+    # The column contract, spelled out on purpose; test_cli.py and test_latex.py
+    # take it from schemas.AGGREGATE_COLUMNS, which must say the same.
     assert list(table.columns) == [
         "dataset",
         "model",
@@ -528,6 +531,7 @@ def test_aggregate_runs_worked_example(worked_example_frame: pd.DataFrame) -> No
         "upper_ci",
         "seeds",
     ]
+    assert list(AGGREGATE_COLUMNS) == list(table.columns)
     assert len(table) == 6
     for row in table.itertuples(index=False):
         expected = EXPECTED_WORKED_AGGREGATE[(row.dataset, row.model)]
