@@ -515,9 +515,10 @@ EXPECTED_WORKED_AGGREGATE = {
 
 def test_aggregate_runs_worked_example(worked_example_frame: pd.DataFrame) -> None:
     table = aggregate_runs(worked_example_frame)
-    # The column contract, spelled out on purpose; test_cli.py and test_latex.py
-    # take it from schemas.AGGREGATE_COLUMNS, which must say the same.
-    assert list(table.columns) == [
+    # test_cli.py and test_latex.py take the columns from schemas.AGGREGATE_COLUMNS;
+    # here the contract is spelled out on purpose.
+    assert list(table.columns) == list(AGGREGATE_COLUMNS)
+    assert list(AGGREGATE_COLUMNS) == [
         "dataset",
         "model",
         "metric",
@@ -531,7 +532,6 @@ def test_aggregate_runs_worked_example(worked_example_frame: pd.DataFrame) -> No
         "upper_ci",
         "seeds",
     ]
-    assert list(AGGREGATE_COLUMNS) == list(table.columns)
     assert len(table) == 6
     for row in table.itertuples(index=False):
         expected = EXPECTED_WORKED_AGGREGATE[(row.dataset, row.model)]
