@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -289,6 +290,37 @@ def _informed(
     return draws.reason or information_refusal(information, minimum=minimum, metric=name), units
 
 
+def _resample_fields(
+    draws: GroupDraws,
+    valid: np.ndarray,
+    refusal: str | None,
+    method: str,
+    *,
+    n_resamples: int,
+    confidence_level: float,
+    seed: int,
+    stratified: bool,
+) -> dict[str, Any]:
+    """The fields :class:`BootstrapInterval` and :class:`BootstrapDifference` share.
+
+    What was resampled and how, and why there is no interval: ``valid`` holds
+    the valid resample values (or differences), ``refusal`` the reason found
+    before any was drawn (see :func:`_reason`).
+    """
+    n_valid = int(valid.size)
+    return {
+        "n_samples": draws.grouped.n_samples,
+        "n_groups": draws.grouped.n_groups,
+        "n_resamples": n_resamples,
+        "n_valid_resamples": n_valid,
+        "confidence_level": float(confidence_level),
+        "seed": seed,
+        "stratified": stratified,
+        "interval_method": method,
+        "no_interval_reason": _reason(refusal, n_valid),
+    }
+
+
 def interval_from_grouped(
     draws: GroupDraws,
     metric: BatchMetric,
@@ -333,15 +365,16 @@ def interval_from_grouped(
         estimate=estimate,
         ci_low=ci_low,
         ci_high=ci_high,
-        n_samples=grouped.n_samples,
-        n_groups=grouped.n_groups,
-        n_resamples=n_resamples,
-        n_valid_resamples=int(values.size),
-        confidence_level=float(confidence_level),
-        seed=seed,
-        stratified=stratified,
-        interval_method=method,
-        no_interval_reason=_reason(refusal, int(values.size)),
+        **_resample_fields(
+            draws,
+            values,
+            refusal,
+            method,
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            seed=seed,
+            stratified=stratified,
+        ),
         values=values,
     )
 
@@ -386,15 +419,16 @@ def difference_from_grouped(
         p_value=p_value,
         prob_a_larger=larger,
         prob_a_smaller=smaller,
-        n_samples=grouped.n_samples,
-        n_groups=grouped.n_groups,
-        n_resamples=n_resamples,
-        n_valid_resamples=int(differences.size),
-        confidence_level=float(confidence_level),
-        seed=seed,
-        stratified=stratified,
-        interval_method=method,
-        no_interval_reason=_reason(refusal, int(differences.size)),
+        **_resample_fields(
+            draws,
+            differences,
+            refusal,
+            method,
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            seed=seed,
+            stratified=stratified,
+        ),
         differences=differences,
     )
 
