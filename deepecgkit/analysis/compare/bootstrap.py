@@ -45,6 +45,7 @@ Sign convention: ``difference = metric(a) - metric(b)``, positive when
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,8 @@ from deepecgkit.analysis.compare.resampling import (
     evaluate_metric,
     expanded_bca_interval,
     expanded_p_value,
+    expanded_tail_probability,
+    percentile_interval,
     resolve_metric,
 )
 from deepecgkit.analysis.constants import (
@@ -122,6 +125,30 @@ METRIC_REFUSALS = (TOO_FEW_INFORMATIVE_GROUPS, BCA_UNDEFINED, NO_VALID_RESAMPLE)
 _BCA_METRIC = "auroc"
 #: A stratum redrawn with any spread holds at least two groups.
 _MIN_STRATUM_SPREAD = 2
+#: Distinct (confidence level, n) pairs whose expanded tail is kept: a report
+#: asks for a handful of n at one level, thousands of times.
+_TAIL_CACHE_SIZE = 1024
+
+
+@functools.lru_cache(maxsize=_TAIL_CACHE_SIZE)
+def _expanded_tail(confidence_level: float, n_units: int) -> float:
+    """``expanded_tail_probability``, computed once per level and ``n``.
+
+    Each call costs about a millisecond of scipy's distribution machinery
+    (a t and a normal quantile), more than the percentile interval it sets;
+    a report asks for the same few values once per metric and run.
+    """
+    return expanded_tail_probability(confidence_level, n_units)
+
+
+def _interval(
+    values: np.ndarray, confidence_level: float, *, method: str, n_units: int
+) -> tuple[float, float]:
+    """``bootstrap_interval``, with the expanded tail from :func:`_expanded_tail` (same numbers)."""
+    if method == INTERVAL_EXPANDED_PERCENTILE:
+        tail = _expanded_tail(float(confidence_level), int(n_units))
+        return percentile_interval(values, 1.0 - tail)
+    return bootstrap_interval(values, confidence_level, method=method, n_units=n_units)
 
 
 @dataclass(frozen=True)
@@ -236,9 +263,7 @@ def difference_statistics(
     n_valid = differences.size
     if n_valid == 0:
         return _NAN, _NAN, _NAN, _NAN, _NAN
-    ci_low, ci_high = bootstrap_interval(
-        differences, confidence_level, method=method, n_units=n_units
-    )
+    ci_low, ci_high = _interval(differences, confidence_level, method=method, n_units=n_units)
     lower_tail = (1 + np.count_nonzero(differences <= 0)) / (n_valid + 1)
     upper_tail = (1 + np.count_nonzero(differences >= 0)) / (n_valid + 1)
     p_value = min(1.0, 2.0 * min(lower_tail, upper_tail))
@@ -359,7 +384,7 @@ def interval_from_grouped(
                 "or a BCa level is undefined"
             )
     else:
-        ci_low, ci_high = bootstrap_interval(values, confidence_level, method=method, n_units=units)
+        ci_low, ci_high = _interval(values, confidence_level, method=method, n_units=units)
     return BootstrapInterval(
         metric=name,
         estimate=estimate,
