@@ -35,7 +35,7 @@ from pathlib import Path
 import dagster as dg
 from PIL import Image
 
-from deepecgkit.analysis.table_images import TableImageError, render_table_png
+from deepecgkit.analysis.table_images import TableImageError, missing_tool, render_table_png
 from deepecgkit.io import atomic_write_bytes, remove_file
 
 #: Metadata key of a table's picture: ``image_<stem>``, the stem of its ``.tex``.
@@ -93,7 +93,13 @@ def shows_source(png: bytes, source: str) -> bool:
 
 
 def _current_picture(path: Path, source: str) -> bytes | None:
-    """The picture at ``path`` when it shows ``source``, else None."""
+    """The picture at ``path`` when it shows ``source``, else None.
+
+    Only where the table could be drawn again: on a machine without LaTeX a
+    clean build has no picture, so a kept one would make the two differ.
+    """
+    if missing_tool(source) is not None:
+        return None
     try:
         png = path.read_bytes()
     except OSError:

@@ -29,6 +29,7 @@ Choices a reader could not reconstruct from the code:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -386,8 +387,9 @@ def _wait_until_answering(url: str, process: subprocess.Popen[bytes], log_path: 
 #: node as a block that starts with the asset's name; the predicate holds when
 #: every name in ``drawn`` is a line of its own (so drawn in full, not
 #: abbreviated) and the block of every name in ``materialized`` reads
-#: "Materialized".
-_GRAPH_DRAWN_SCRIPT = """([drawn, materialized]) => {
+#: "Materialized" or, for an asset partitioned by dataset (whose node shows a
+#: partition count instead of a status word), "<partitions> partitions".
+_GRAPH_DRAWN_SCRIPT = """([drawn, materialized, partitions]) => {
     const canvas = document.querySelector('[data-svg-viewport]');
     if (!canvas) { return false; }
     const names = new Set(drawn);
@@ -399,7 +401,7 @@ _GRAPH_DRAWN_SCRIPT = """([drawn, materialized]) => {
         if (names.has(line)) {
             current = line;
             present.add(line);
-        } else if (line === 'Materialized' && current !== null) {
+        } else if ((line === 'Materialized' || line === partitions) && current !== null) {
             done.add(current);
         }
     }
@@ -423,6 +425,7 @@ def capture_asset_graph(
     *,
     asset_names: Sequence[str] = ASSET_KEYS,
     materialized_names: Sequence[str] = ASSET_KEYS,
+    partitions: int = 0,
 ) -> GraphCapture:
     """Open the global asset graph in Chromium, expand it, and photograph it.
 
@@ -437,6 +440,8 @@ def capture_asset_graph(
             does not define are never drawn, so they fail the wait.
         materialized_names: Assets the caller materialised into the
             webserver's instance; they must be among ``asset_names``.
+        partitions: How many dataset partitions the instance holds (the
+            count a partitioned node shows).
 
     Returns:
         The final page address, the canvas text and a screenshot.
@@ -477,7 +482,8 @@ def capture_asset_graph(
             page.wait_for_url(re.compile(r"[?&]expanded="))
             try:
                 page.wait_for_function(
-                    _GRAPH_DRAWN_SCRIPT, arg=[list(asset_names), list(materialized_names)]
+                    _GRAPH_DRAWN_SCRIPT,
+                    arg=[list(asset_names), list(materialized_names), f"{partitions} partitions"],
                 )
             except PlaywrightError:
                 raise WebserverError(
@@ -492,3 +498,32 @@ def capture_asset_graph(
             return GraphCapture(url=page.url, graph_text=canvas.inner_text(), png=page.screenshot())
         finally:
             browser.close()
+
+
+#: GraphQL query of each asset's partition statistics (None for an unpartitioned asset).
+_PARTITION_STATS_QUERY = (
+    "{ assetNodes { assetKey { path } partitionStats { numMaterialized numPartitions } } }"
+)
+
+
+def partition_stats(base_url: str) -> dict[str, tuple[int, int]]:
+    """``{asset: (materialised partitions, partitions)}`` of each partitioned asset (UI API).
+
+    The graph canvas shows a partitioned node's partition count, not whether
+    its partitions are built; the webserver's GraphQL endpoint says that.
+    """
+    request = urllib.request.Request(
+        base_url + "/graphql",
+        data=json.dumps({"query": _PARTITION_STATS_QUERY}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=SERVER_START_TIMEOUT_S) as response:
+        nodes = json.loads(response.read())["data"]["assetNodes"]
+    return {
+        "/".join(node["assetKey"]["path"]): (
+            node["partitionStats"]["numMaterialized"],
+            node["partitionStats"]["numPartitions"],
+        )
+        for node in nodes
+        if node["partitionStats"] is not None
+    }

@@ -446,7 +446,7 @@ def cross_dataset_transfer(
                         )
                     class_names = _class_names(module)
                     if cell_cache is not None:
-                        cell_cache.record(key, result, class_names)
+                        cell_cache.record(key, result, class_names=class_names)
                 if class_names is not None:
                     matrix.class_names[target] = list(class_names)
                 values[row, col] = result.score

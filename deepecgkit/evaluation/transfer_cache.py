@@ -295,7 +295,9 @@ class TransferCellCache:
             self.reused += 1
         return cell
 
-    def record(self, key: str | None, result: ProbeResult, class_names: list[str] | None) -> None:
+    def record(
+        self, key: str | None, result: ProbeResult, *, class_names: list[str] | None
+    ) -> None:
         """A computed cell: counted, and stored under ``key`` unless ``key`` is None."""
         self.computed += 1
         if key is not None:

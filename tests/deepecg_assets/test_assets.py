@@ -362,7 +362,7 @@ def test_root_without_permission_fails_with_one_clear_message(as_unprivileged) -
 def test_readme_lists_every_asset_of_the_definitions() -> None:
     """The README's asset table is prose, so it is checked against ``defs`` instead of copied."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    table = readme.split("| asset | holds |", 1)[1].split("\n\n", 1)[0]
+    table = readme.split("| asset | per dataset | holds |", 1)[1].split("\n\n", 1)[0]
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     listed = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row.split("|")[1])}
     keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
