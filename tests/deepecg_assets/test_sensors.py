@@ -120,7 +120,7 @@ def test_a_no_change_tick_is_answered_from_the_tree_index(platform, monkeypatch)
         with pytest.raises(AssertionError, match="must not load the run cache"):
             tick(platform, first.cursor)
     third = tick(platform, first.cursor)
-    assert [r.partition_key for r in third.run_requests] == ["afib"]
+    assert third.cursor != first.cursor and "afib" in {r.partition_key for r in third.run_requests}
 
 
 def test_removed_and_rewritten_runs_trigger(platform) -> None:
