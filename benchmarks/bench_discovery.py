@@ -20,7 +20,9 @@ measures, on an existing corpus (``--runs``; the scale corpora of
   parsers hold the GIL);
 * **warm discovery**: a saved cache loaded, then ``discover_runs`` through it;
 * **sensor tick, nothing changed**: the saved cache loaded, ``scan_tree_state``,
-  ``RunCache.dataset_digests`` (what ``new_runs_sensor`` does).
+  ``RunCache.dataset_digests`` (what ``new_runs_sensor`` did before the tree
+  index, and still does when something changed; the tick through the index
+  is ``benchmarks/bench_sensor_tick.py``).
 
 Every figure is the best of ``--repeats`` (the machine may be shared); the
 load average is printed before and after. The script checks that parallel

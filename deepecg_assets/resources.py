@@ -172,6 +172,10 @@ class OutputFolderResource(dg.ConfigurableResource):
     def cache_file(self) -> Path:
         return self.root() / "cache" / "run_records.jsonl"
 
+    def tree_index_file(self) -> Path:
+        """The sensor's index of the run roots (:mod:`deepecgkit.rundir.tree_index`)."""
+        return self.cache_file().with_name("tree_index.json")
+
 
 class ClaimConfig(dg.Config):
     """One rank claim: ``model`` is best on ``dataset_best`` and worst on ``dataset_worst``."""

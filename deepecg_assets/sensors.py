@@ -1,11 +1,15 @@
 """Sensors: ``new_runs_sensor`` watches the run roots, ``automation_sensor`` the eager assets.
 
 ``new_runs_sensor`` refreshes exactly the datasets whose runs were added,
-changed or removed. Each tick it scans the run roots (the path,
-modification time and size of every readable metrics file; see
-:func:`~deepecgkit.rundir.cache.scan_tree_state`) and compares the tree's
-digest with its cursor: a tick with nothing changed costs one ``stat`` per
-run and launches nothing. When the digest moved, it splits the state into one
+changed or removed. Each tick it first asks the tree index saved by the
+last full scan (:mod:`deepecgkit.rundir.tree_index`, next to the run cache)
+whether the run roots are provably as that scan saw them: one ``stat`` per
+listed directory and per metrics file, no listing and no cache load. When
+they are and the index's digest is the cursor, the tick launches nothing.
+Otherwise it scans the run roots in full (the path, modification time and
+size of every readable metrics file, through the run cache; see
+:func:`~deepecgkit.rundir.cache.scan_tree_state`), saves a new index, and
+compares the tree's digest with its cursor. When the digest moved, it splits the state into one
 digest per dataset (:meth:`~deepecgkit.rundir.cache.RunCache.dataset_digests`)
 and compares each with the state the dataset's partition was last built
 from. That baseline is read from the instance, not from the cursor: each
@@ -36,6 +40,7 @@ so they are picked up on the tick where they become readable.
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import dagster as dg
 
@@ -49,7 +54,8 @@ from deepecg_assets.partitions import (
     remove_stored_partitions,
 )
 from deepecg_assets.resources import OutputFolderResource, RunRootError, RunRootsResource
-from deepecgkit.rundir.cache import RunCache, scan_tree_state
+from deepecgkit.rundir.cache import RunCache
+from deepecgkit.rundir.tree_index import TreeIndex, TreeSummary, indexed_tree_state
 
 #: The automation condition of every derived asset: refresh as soon as an input changes.
 EAGER = dg.AutomationCondition.eager()
@@ -157,6 +163,31 @@ def refresh_requests(
     return requests, added, gone
 
 
+def _pending_note(pending: Sequence[str]) -> str:
+    """The part of a tick's message about runs that cannot be read yet."""
+    if not pending:
+        return ""
+    return f"; {len(pending)} run(s) not readable yet, retried on a later tick"
+
+
+def _unchanged_result(summary: TreeSummary) -> dg.SensorResult:
+    """The tick's answer when the tree's digest is the cursor: nothing to launch."""
+    return dg.SensorResult(
+        skip_reason=dg.SkipReason(
+            f"no run directory added, changed or removed: {summary.readable} run(s), "
+            f"state {summary.digest}{_pending_note(summary.pending)}"
+        )
+    )
+
+
+def _save_index(context: dg.SensorEvaluationContext, index: TreeIndex, path: Path) -> None:
+    """Save the tree index; a failure only costs the next tick a full scan (logged)."""
+    try:
+        index.save(path)
+    except OSError as exc:
+        context.log.warning("cannot save the tree index %s (%s); ticks scan in full", path, exc)
+
+
 @dg.sensor(
     name="new_runs_sensor",
     target=REFRESH_SELECTION,
@@ -179,20 +210,20 @@ def new_runs_sensor(
         roots = run_roots.checked_roots()
     except RunRootError as exc:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"cannot scan: {exc}"))
+    recursive = run_roots.is_recursive()
+    index_file = output_folder.tree_index_file()
+    index = TreeIndex.load(index_file)
+    quick = None if index is None else index.unchanged(roots, recursive=recursive)
+    if quick is not None and quick.digest == context.cursor:
+        if index is not None and index.refreshed:
+            _save_index(context, index, index_file)
+        return _unchanged_result(quick)
     cache = RunCache.load(output_folder.cache_file())
-    state = scan_tree_state(roots, recursive=run_roots.is_recursive(), cache=cache)
-    pending = (
-        f"; {len(state.pending)} run(s) not readable yet, retried on a later tick"
-        if state.pending
-        else ""
-    )
+    state, index = indexed_tree_state(roots, recursive=recursive, cache=cache)
+    _save_index(context, index, index_file)
+    pending = _pending_note(state.pending)
     if state.digest == context.cursor:
-        return dg.SensorResult(
-            skip_reason=dg.SkipReason(
-                f"no run directory added, changed or removed: {len(state.entries)} run(s), "
-                f"state {state.digest}{pending}"
-            )
-        )
+        return _unchanged_result(index.summary())
     try:
         by_dataset = cache.dataset_digests()
         current = {key: by_dataset[dataset] for key, dataset in dataset_keys(by_dataset).items()}

@@ -486,10 +486,12 @@ def capture_asset_graph(
                     arg=[list(asset_names), list(materialized_names), f"{partitions} partitions"],
                 )
             except PlaywrightError:
+                lines = {line.strip() for line in canvas.inner_text().splitlines()}
+                absent = [name for name in asset_names if name not in lines]
                 raise WebserverError(
                     f"the asset graph did not draw every asset as materialised within "
-                    f"{GRAPH_RENDER_TIMEOUT_S:.0f} s; the canvas showed:\n"
-                    f"{_tail(canvas.inner_text())}"
+                    f"{GRAPH_RENDER_TIMEOUT_S:.0f} s; not drawn in full: {absent}; "
+                    f"the canvas showed:\n{_tail(canvas.inner_text())}"
                 ) from None
             box = canvas.bounding_box()
             if box is not None:

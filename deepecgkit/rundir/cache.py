@@ -47,10 +47,19 @@ from deepecgkit.io import (
     read_regular_file,
 )
 from deepecgkit.rundir.format import METRICS_FILENAME
+from deepecgkit.rundir.listing import ListingRecord
 from deepecgkit.rundir.read import find_run_candidate_paths, read_runs
 from deepecgkit.rundir.records import RunRecord, UnreadableRun
 
-__all__ = ["FileState", "RunCache", "TreeState", "metrics_file_state", "scan_tree_state"]
+__all__ = [
+    "FileState",
+    "RunCache",
+    "ScannedRun",
+    "TreeState",
+    "metrics_file_state",
+    "scan_tree_runs",
+    "scan_tree_state",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -499,6 +508,11 @@ def _digest(entries: Iterable[tuple[str, int, int]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
 
 
+#: What a scan saw of one candidate: its directory, its metrics file's state (None when
+#: that is no regular file) and its dataset (None when the run is not readable).
+ScannedRun = tuple[str, FileState | None, str | None]
+
+
 def scan_tree_state(
     roots: Sequence[Path | str] | Path | str,
     *,
@@ -512,9 +526,26 @@ def scan_tree_state(
     runs that cannot be read now (a half-written metrics file among them)
     and the directories that cannot be listed.
     """
+    return scan_tree_runs(roots, recursive=recursive, cache=cache)[0]
+
+
+def scan_tree_runs(
+    roots: Sequence[Path | str] | Path | str,
+    *,
+    recursive: bool = True,
+    cache: RunCache | None = None,
+    listing: ListingRecord | None = None,
+) -> tuple[TreeState, list[ScannedRun]]:
+    """:func:`scan_tree_state`, and what it saw of every candidate (:data:`ScannedRun`).
+
+    ``listing`` is passed to
+    :func:`~deepecgkit.rundir.read.find_run_candidate_paths`; with the
+    candidates it is what :class:`~deepecgkit.rundir.tree_index.TreeIndex`
+    is built from.
+    """
     cache = RunCache() if cache is None else cache
     readable: list[FileState] = []
-    candidates, problems = find_run_candidate_paths(roots, recursive=recursive)
+    candidates, problems = find_run_candidate_paths(roots, recursive=recursive, listing=listing)
     pending = [display_path(problem.run_dir) for problem in problems]
     looked_up: list[tuple[str, FileState | None, bool | None]] = []
     for run_dir in candidates:
@@ -525,10 +556,16 @@ def scan_tree_state(
     now_readable = {
         d for d, result in zip(misses, parsed, strict=True) if isinstance(result, RunRecord)
     }
+    runs: list[ScannedRun] = []
+    entries = cache._entries
     for run_dir, state, known in looked_up:
         if state is not None and (known or (known is None and run_dir in now_readable)):
             readable.append(state)
+            entry = entries.get(state.path)  # None only if the file vanished while parsed
+            runs.append((run_dir, state, None if entry is None else entry.dataset))
         else:
             pending.append(display_path(run_dir))
+            runs.append((run_dir, state, None))
     readable.sort()
-    return TreeState(entries=tuple(readable), pending=tuple(pending), digest=_digest(readable))
+    state = TreeState(entries=tuple(readable), pending=tuple(pending), digest=_digest(readable))
+    return state, runs

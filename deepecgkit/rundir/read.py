@@ -78,6 +78,20 @@ from deepecgkit.rundir.format import (
     SPLIT_SIZE_KEYS,
 )
 from deepecgkit.rundir.int_columns import INT64_LIMIT
+from deepecgkit.rundir.listing import (
+    CHILD_LISTING,
+    PROBLEM_LIST,
+    PROBLEM_SEARCH,
+    ROOT_LISTING,
+    UNKNOWN_STAMP,
+    WALKED_LISTING,
+    ListingRecord,
+    child_directories,
+    directory_entries,
+    directory_stamp,
+    listing_signature,
+    metrics_entry_error,
+)
 from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, RunRecord, UnreadableRun
 
 __all__ = [
@@ -465,20 +479,39 @@ def _metrics_entry(directory: str, problems: list[UnreadableRun]) -> bool:
     the reader reports with its reason, instead of a directory nobody hears
     of. A directory that cannot be searched is added to ``problems``.
     """
-    try:
-        os.lstat(os.path.join(directory, METRICS_FILENAME))
-    except FileNotFoundError:
+    error = metrics_entry_error(directory)
+    if isinstance(error, PermissionError):
+        problems.append(_listing_problem(directory, error))
+    return error is None
+
+
+def _record_child(child: str, listing: ListingRecord, problems: list[UnreadableRun]) -> bool:
+    """:func:`_metrics_entry` of a flat scan's child, recording what a re-check needs.
+
+    A child without a metrics entry is recorded with its stamp, read before
+    a second look: if the entry appeared in between, the stamp is unknown,
+    so the next re-check looks again (the entry is not used now, as a scan
+    without a record would not use it either).
+    """
+    error = metrics_entry_error(child)
+    if error is None:
+        return True
+    if isinstance(error, PermissionError):
+        problems.append(_listing_problem(child, error))
+        listing.problems.append((PROBLEM_SEARCH, child))
         return False
-    except PermissionError as exc:
-        problems.append(_listing_problem(directory, exc))
-        return False
-    except OSError:
-        return False
-    return True
+    stamp = directory_stamp(child)
+    if metrics_entry_error(child) is None:
+        stamp = UNKNOWN_STAMP
+    listing.add(child, stamp, listing_signature(CHILD_LISTING, False, (), ()))
+    return False
 
 
 def _immediate_candidates(
-    root: str, real_root: str, problems: list[UnreadableRun]
+    root: str,
+    real_root: str,
+    problems: list[UnreadableRun],
+    listing: ListingRecord | None = None,
 ) -> list[tuple[str, str]]:
     """Children of ``root`` (symlinked ones included) holding a metrics entry.
 
@@ -487,18 +520,22 @@ def _immediate_candidates(
         ``realpath``; any other child resolves to the root's real path plus
         its own name, which costs no system call per run.
     """
+    stamp = UNKNOWN_STAMP if listing is None else directory_stamp(root)
     try:
-        with os.scandir(root) as entries:
-            children = [
-                (entry.path, _resolved_child(entry, real_root))
-                for entry in entries
-                if _is_directory(entry, follow=True)
-            ]
+        children, link_names = child_directories(root)
     except OSError as exc:
         logger.warning("cannot list run root %s; skipped", display_path(root))
         problems.append(_listing_problem(root, exc))
+        if listing is not None:
+            listing.problems.append((PROBLEM_LIST, root))
         return []
-    return [(child, resolved) for child, resolved in children if _metrics_entry(child, problems)]
+    found = [(entry.path, _resolved_child(entry, real_root)) for entry in children]
+    if listing is None:
+        return [(child, resolved) for child, resolved in found if _metrics_entry(child, problems)]
+    names = [entry.name for entry in children]
+    listing.add(root, stamp, listing_signature(ROOT_LISTING, False, names, link_names))
+    listing.add_links([os.path.join(root, name) for name in link_names])
+    return [(child, real) for child, real in found if _record_child(child, listing, problems)]
 
 
 def _resolved_child(entry: os.DirEntry, real_root: str) -> str:
@@ -510,21 +547,6 @@ def _resolved_child(entry: os.DirEntry, real_root: str) -> str:
     return os.path.realpath(entry.path) if is_link else os.path.join(real_root, entry.name)
 
 
-def _is_directory(entry: os.DirEntry, *, follow: bool) -> bool:
-    try:
-        return entry.is_dir(follow_symlinks=follow)
-    except OSError:
-        return False
-
-
-def _linked_directory(entry: os.DirEntry) -> bool:
-    """Whether ``entry`` is a symbolic link to an existing directory."""
-    try:
-        return entry.is_symlink() and entry.is_dir(follow_symlinks=True)
-    except OSError:
-        return False
-
-
 def _walk(
     start: str,
     real_start: str,
@@ -532,6 +554,7 @@ def _walk(
     found: list[tuple[str, str]],
     links: list[str],
     problems: list[UnreadableRun],
+    listing: ListingRecord | None = None,
 ) -> None:
     """Scan ``start`` and its descendants without following links; collect linked directories.
 
@@ -541,44 +564,47 @@ def _walk(
     directory holding a metrics entry, ``links`` the symbolic links to
     directories met on the way, and ``problems`` every directory that
     cannot be listed. A directory that vanishes mid-scan is skipped.
+    ``listing``, when given, records each directory listed (its stamp read
+    before the listing) and every link met.
     """
     pending = [(start, real_start)]
     visited.add(real_start)
     while pending:
         directory, real = pending.pop()
-        holds_metrics = False
-        # One scandir per directory of a 100,000-run tree: the loop is kept free of
-        # function calls and path joins (a tenth of the walk each).
-        prefix = real if real.endswith(os.sep) else real + os.sep
+        stamp = UNKNOWN_STAMP if listing is None else directory_stamp(directory)
         try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if name == METRICS_FILENAME:
-                        holds_metrics = True
-                        continue
-                    try:
-                        is_directory = entry.is_dir(follow_symlinks=False)
-                    except OSError:
-                        is_directory = False
-                    if is_directory:
-                        child_real = prefix + name
-                        if child_real not in visited:
-                            visited.add(child_real)
-                            pending.append((entry.path, child_real))
-                    elif _linked_directory(entry):
-                        links.append(entry.path)
+            holds_metrics, subdirectories, link_entries = directory_entries(directory)
         except FileNotFoundError:
             logger.info("directory %s vanished during the scan", display_path(directory))
             continue
         except OSError as exc:
             problems.append(_listing_problem(directory, exc))
+            if listing is not None:
+                listing.problems.append((PROBLEM_LIST, directory))
             continue
+        prefix = real if real.endswith(os.sep) else real + os.sep
+        for name, path in subdirectories:
+            child_real = prefix + name
+            if child_real not in visited:
+                visited.add(child_real)
+                pending.append((path, child_real))
+        links.extend(path for _, path in link_entries if os.path.isdir(path))
+        if listing is not None:
+            signature = listing_signature(
+                WALKED_LISTING,
+                holds_metrics,
+                [name for name, _ in subdirectories],
+                [name for name, _ in link_entries],
+            )
+            listing.add(directory, stamp, signature)
+            listing.add_links([path for _, path in link_entries])
         if holds_metrics:
             found.append((directory, real))
 
 
-def _recursive_candidates(root: str, problems: list[UnreadableRun]) -> list[tuple[str, str]]:
+def _recursive_candidates(
+    root: str, problems: list[UnreadableRun], listing: ListingRecord | None = None
+) -> list[tuple[str, str]]:
     """``root`` and every descendant holding a metrics entry, symbolic links followed once.
 
     The tree is first walked without following links, so every directory
@@ -595,7 +621,7 @@ def _recursive_candidates(root: str, problems: list[UnreadableRun]) -> list[tupl
     visited: set[str] = set()
     found: list[tuple[str, str]] = []
     links: list[str] = []
-    _walk(root, os.path.realpath(root), visited, found, links, problems)
+    _walk(root, os.path.realpath(root), visited, found, links, problems, listing)
     while links:
         round_links, links = sorted(links), []
         for link in round_links:
@@ -603,7 +629,7 @@ def _recursive_candidates(root: str, problems: list[UnreadableRun]) -> list[tupl
             if real in visited:
                 logger.debug("skipping %s: its target was already scanned", display_path(link))
                 continue
-            _walk(link, real, visited, found, links, problems)
+            _walk(link, real, visited, found, links, problems, listing)
     return found
 
 
@@ -619,7 +645,10 @@ def find_run_candidates(
 
 
 def find_run_candidate_paths(
-    roots: Sequence[Path | str] | Path | str, *, recursive: bool = False
+    roots: Sequence[Path | str] | Path | str,
+    *,
+    recursive: bool = False,
+    listing: ListingRecord | None = None,
 ) -> tuple[list[str], list[UnreadableRun]]:
     """Candidate run directories under ``roots`` as path strings, and the unsearchable directories.
 
@@ -636,6 +665,10 @@ def find_run_candidate_paths(
             (symlinked children included); True scans the root itself and
             every descendant, following symbolic links to directories once
             each (see :func:`_recursive_candidates`).
+        listing: filled with what each listing saw (its directory's stamp
+            read before it), so that :mod:`deepecgkit.rundir.tree_index`
+            can later prove nothing changed without listing the tree; costs
+            one more ``stat`` per listed directory.
 
     Returns:
         ``(candidates, problems)``. A candidate is a directory holding an
@@ -654,12 +687,14 @@ def find_run_candidate_paths(
     problems: list[UnreadableRun] = []
     for root in roots:
         root_text = os.fspath(Path(root))
+        if listing is not None:
+            listing.add_root(root_text)
         if not os.path.isdir(root_text):
             continue
         if recursive:
-            found = _recursive_candidates(root_text, problems)
+            found = _recursive_candidates(root_text, problems, listing)
         else:
-            found = _immediate_candidates(root_text, os.path.realpath(root_text), problems)
+            found = _immediate_candidates(root_text, os.path.realpath(root_text), problems, listing)
         for directory, resolved in sorted(found):
             if resolved in seen:
                 continue

@@ -7,6 +7,7 @@ import io
 import dagster as dg
 import pytest
 
+from deepecg_assets import sensors
 from deepecg_assets.build import materialize_everything
 from deepecg_assets.definitions import defs
 from deepecg_assets.partitions import PER_DATASET_ASSETS
@@ -94,6 +95,32 @@ def test_adding_one_run_refreshes_its_dataset_and_the_combines_in_one_run(platfo
     assert not tick(platform, result.cursor).run_requests
     execute(platform, request)
     assert not tick(platform, None).run_requests, "the instance now says afib is current"
+
+
+def test_a_no_change_tick_is_answered_from_the_tree_index(platform, monkeypatch) -> None:
+    """The full scan saves the index; an unchanged tree is then proven without the run cache.
+
+    While the run cache cannot be loaded at all, a tick on an unchanged tree
+    still says nothing changed; once a run is added, the tick takes the full
+    path again (and needs the cache).
+    """
+    first = tick(platform, None)
+    assert (platform.output / "cache" / "tree_index.json").is_file()
+
+    class NoCache(sensors.RunCache):
+        @classmethod
+        def load(cls, path):
+            raise AssertionError("the quick path must not load the run cache")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sensors, "RunCache", NoCache)
+        second = tick(platform, first.cursor)
+        assert "no run directory added, changed or removed: 60 run(s)" in str(second.skip_reason)
+        add_run(platform, "cnn_afib_seed12", 12)
+        with pytest.raises(AssertionError, match="must not load the run cache"):
+            tick(platform, first.cursor)
+    third = tick(platform, first.cursor)
+    assert third.cursor != first.cursor and "afib" in {r.partition_key for r in third.run_requests}
 
 
 def test_removed_and_rewritten_runs_trigger(platform) -> None:
