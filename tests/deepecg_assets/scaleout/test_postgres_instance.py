@@ -6,7 +6,7 @@ workspace.yaml`` as ``deploy/README.md`` says. Three refreshes follow, each
 waited for until every asset is current:
 
 1. the sensor's first tick queues one run per dataset (its partition), which
-   the daemon dequeues and runs side by side (``max_concurrent_runs: 2``), and
+   the daemon dequeues and launches together (``max_concurrent_runs: 2``), and
    the automation sensor then the cross-dataset assets, once;
 2. one added run is refreshed in one run of its dataset's partition and the
    cross-dataset assets;
@@ -14,7 +14,8 @@ waited for until every asset is current:
    side, and the cross-dataset assets once, after both.
 
 What Dagster stored is read with psycopg2 straight from the database, not
-through Dagster: the runs (their start and end times prove they overlapped),
+through Dagster: the runs (launched before the other ended, from their end times and the
+queue's events),
 the event log (which run materialised what), the sensor ticks. The output
 folder must equal, byte for byte, a build of the same runs on an SQLite
 instance.
@@ -124,9 +125,23 @@ def _wait(condition, daemon: subprocess.Popen, log: Path, what: str, scaleout) -
     pytest.fail(f"timed out waiting for {what}:\n{scaleout.log_tail(log)}")
 
 
-def _overlap(runs: list[Run]) -> bool:
-    """The runs were all running at one moment (each started before any ended)."""
-    return max(run.start for run in runs) < min(run.end for run in runs)
+def _in_flight_together(cursor, runs: list[Run]) -> bool:
+    """The daemon launched every one of ``runs`` before any of them ended.
+
+    Launched: the queue's "starting" event (the coordinator dequeued the run
+    and started its process). With ``max_concurrent_runs: 1`` the second run
+    leaves the queue only once the first has ended. The runs' own start and
+    end times need not overlap: launching a run (a new process importing the
+    code location) takes about as long as a small dataset's refresh here.
+    """
+    cursor.execute(
+        "SELECT run_id, EXTRACT(EPOCH FROM timestamp) FROM event_logs "
+        "WHERE dagster_event_type = %s AND run_id IN %s",
+        (dg.DagsterEventType.RUN_STARTING.value, tuple(run.run_id for run in runs)),
+    )
+    launched = dict(cursor.fetchall())
+    assert set(launched) == {run.run_id for run in runs}
+    return max(float(t) for t in launched.values()) < min(run.end for run in runs)
 
 
 def test_daemon_builds_and_refreshes_in_parallel_on_postgres_like_sqlite(
@@ -226,7 +241,7 @@ def test_daemon_builds_and_refreshes_in_parallel_on_postgres_like_sqlite(
 
     added_key = dataset_key(ADDED_PREFIX.split("_", 1)[1])
     for dataset_runs, end in ((first, refresh.id), (parallel, None)):
-        assert _overlap(dataset_runs), f"the dataset runs ran one after another: {dataset_runs}"
+        assert _in_flight_together(cursor, dataset_runs), f"one after another: {dataset_runs}"
         assert all(
             materialized[r.run_id] == {"discovered_runs", *PER_DATASET_ASSETS} for r in dataset_runs
         )
