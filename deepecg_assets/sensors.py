@@ -28,8 +28,11 @@ One :class:`~dagster.SensorResult` per tick carries:
   that returns to an earlier state is still refreshed). A single changed
   dataset is refreshed in one run together with the cross-dataset assets,
   since Dagster's fixed cost per launched run is larger than the combine
-  itself; several changed datasets get one run each, and the eager
-  cross-dataset assets then run once, after all of them;
+  itself, but only while no other run is queued or in progress; several
+  changed datasets (or one while other runs are in flight; the queued
+  coordinator runs several at once) get one run each, and the eager
+  cross-dataset assets then run once, after all of them (their condition
+  waits until no input partition is in progress);
 - with only deletions, one run of the cross-dataset assets.
 
 A run whose metrics file cannot be read yet (among them a half-written
@@ -74,6 +77,13 @@ SENSOR_INTERVAL_SECONDS = 60
 #: Environment variable overriding the interval; read when the code location loads,
 #: because the interval is part of the sensor's definition.
 SENSOR_INTERVAL_ENV = "DEEPECG_SENSOR_INTERVAL"
+#: Run statuses of a run that is waiting in the queue or running.
+IN_FLIGHT_STATUSES = (
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+)
 
 
 def sensor_interval_seconds() -> int:
@@ -129,6 +139,7 @@ def refresh_requests(
     *,
     dataset_refresh: Sequence[dg.AssetKey],
     combines: Sequence[dg.AssetKey],
+    others_in_flight: bool = False,
 ) -> tuple[list[dg.RunRequest], list[str], list[str]]:
     """The run requests of one tick, and the partition keys to add and to delete.
 
@@ -138,11 +149,15 @@ def refresh_requests(
         registered: the dataset partitions the instance holds.
         dataset_refresh: the assets of one dataset's refresh (:data:`DATASET_REFRESH`).
         combines: the cross-dataset assets (:data:`COMBINE_SELECTION`).
+        others_in_flight: runs are queued or in progress. A run with the combines
+            would then run them next to another run's combines or partitions (two
+            combines, one reading a partition another run is rewriting), so the
+            changed dataset gets a partition-only run and the eager combines wait.
     """
     added = sorted(set(current) - registered)
     gone = sorted(registered - set(current))
     changed = sorted(key for key, digest in current.items() if built.get(key) != digest)
-    single = len(changed) == 1
+    single = len(changed) == 1 and not others_in_flight
     requests = [
         dg.RunRequest(
             run_key=f"{key}:{built.get(key, 'new')}->{current[key]}",
@@ -242,6 +257,10 @@ def new_runs_sensor(
         registered,
         dataset_refresh=sorted(DATASET_REFRESH.resolve(graph)),
         combines=sorted(COMBINE_SELECTION.resolve(graph)),
+        others_in_flight=context.instance.get_runs_count(
+            dg.RunsFilter(statuses=list(IN_FLIGHT_STATUSES))
+        )
+        > 0,
     )
     if gone:
         remove_stored_partitions(output_folder.frames_dir(), gone)

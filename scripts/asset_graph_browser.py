@@ -80,8 +80,8 @@ CHROMIUM_ARGS: tuple[str, ...] = (
 )
 #: Browser window in CSS pixels: wide enough for the graph's five columns at
 #: a readable scale, and the size of ``docs/asset-graph.png``.
-VIEWPORT_WIDTH = 2000
-VIEWPORT_HEIGHT = 1400
+VIEWPORT_WIDTH = 2600
+VIEWPORT_HEIGHT = 1500
 #: Host the webserver binds: loopback only, nothing is exposed.
 LOCALHOST = "127.0.0.1"
 #: Path of the global asset lineage page in Dagster 1.13's UI.

@@ -123,6 +123,25 @@ def test_a_no_change_tick_is_answered_from_the_tree_index(platform, monkeypatch)
     assert third.cursor != first.cursor and "afib" in {r.partition_key for r in third.run_requests}
 
 
+def test_one_changed_dataset_while_a_run_is_in_flight_leaves_the_combines_to_automation(
+    platform,
+) -> None:
+    """With several runs at once (the queued coordinator), a run with the combines would
+    run them next to the run in flight: twice, one of them reading a partition being
+    rewritten."""
+    build(platform)
+    cursor = tick(platform, None).cursor
+    job = defs.resolve_implicit_global_asset_job_def()
+    running = platform.instance.create_run_for_job(job, status=dg.DagsterRunStatus.STARTED)
+    add_run(platform, "cnn_afib_seed11", 11)
+    (request,) = tick(platform, cursor).run_requests
+    assert request.partition_key == "afib"
+    assert FLIP_GRID not in request.asset_selection, "the eager combines run once, later"
+    platform.instance.report_run_canceled(running)
+    (alone,) = tick(platform, cursor).run_requests
+    assert FLIP_GRID in alone.asset_selection, "nothing in flight: one run with the combines"
+
+
 def test_removed_and_rewritten_runs_trigger(platform) -> None:
     build(platform)
     cursor = tick(platform, None).cursor

@@ -115,9 +115,16 @@ def log_tail(path: Path, characters: int = 4000) -> str:
         return "(no log)"
 
 
-def assert_same_outputs(built: Path, reference: Path) -> None:
-    """The two output folders hold the same files with the same bytes."""
+def assert_same_outputs(built: Path, reference: Path, *, frames: Path | None = None) -> None:
+    """The two output folders hold the same files with the same bytes.
+
+    ``frames``: where the build stored its frames when not under ``built``
+    (the frame store's own base path); they stand in for ``built/frames``.
+    """
     got, want = tree_bytes(built), tree_bytes(reference)
+    if frames is not None:
+        assert not any(name.startswith("frames/") for name in got), "frames outside base_path"
+        got |= {f"frames/{name}": data for name, data in tree_bytes(frames).items()}
     assert sorted(got) == sorted(want), "the builds wrote different files"
     differing = [name for name in want if got[name] != want[name]]
     assert not differing, f"files that differ from the reference build: {differing}"

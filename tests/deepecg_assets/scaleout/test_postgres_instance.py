@@ -2,13 +2,23 @@
 
 The test starts a throw-away PostgreSQL cluster, copies ``deploy/dagster.yaml``
 unchanged into a fresh ``DAGSTER_HOME`` and runs ``dagster-daemon run -w
-workspace.yaml`` as ``deploy/README.md`` says. The sensor's first tick queues
-one run per dataset (its partition), which the daemon dequeues and launches,
-and the automation sensor then the cross-dataset assets; one added run is
-then refreshed the same way, in one run of its dataset's partition and the
-cross-dataset assets. What Dagster stored is read with psycopg2
-straight from the database, not through Dagster, and the output folder must
-equal, byte for byte, a build of the same runs on an SQLite instance.
+workspace.yaml`` as ``deploy/README.md`` says. Three refreshes follow, each
+waited for until every asset is current:
+
+1. the sensor's first tick queues one run per dataset (its partition), which
+   the daemon dequeues and launches together (``max_concurrent_runs: 2``), and
+   the automation sensor then the cross-dataset assets, once;
+2. one added run is refreshed in one run of its dataset's partition and the
+   cross-dataset assets;
+3. runs added to both datasets at once: again one run per dataset, side by
+   side, and the cross-dataset assets once, after both.
+
+What Dagster stored is read with psycopg2 straight from the database, not
+through Dagster: the runs (launched before the other ended, from their end times and the
+queue's events),
+the event log (which run materialised what), the sensor ticks. The output
+folder must equal, byte for byte, a build of the same runs on an SQLite
+instance.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import json
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -45,29 +56,61 @@ QUEUED_RUN_EVENTS = {
     dg.DagsterEventType.RUN_START.value,
     dg.DagsterEventType.RUN_SUCCESS.value,
 }
+MATERIALIZATION = dg.DagsterEventType.ASSET_MATERIALIZATION.value
 #: Seconds between sensor ticks in the test (the default is a minute).
 TEST_SENSOR_INTERVAL = "1"
-#: Seconds one build may take before the test gives up on it.
+#: Seconds one refresh may take before the test gives up on it.
 BUILD_TIMEOUT_SECONDS = 300
 POLL_SECONDS = 0.5
 #: The bundled run added after the first build (a fourth seed of one cell).
 ADDED_PREFIX, ADDED_SEED = "logreg-features_synthetic-long-pr", 3
+#: Runs then added to both datasets at once (moved in with one rename).
+PARALLEL_PREFIXES = ("logreg-features_synthetic-irregular-rr", "simple-cnn_synthetic-long-pr")
+PARALLEL_SEED = 4
+#: The sensor that runs the eager cross-dataset assets.
+AUTOMATION_SENSOR = "deepecg_automation_sensor"
+#: Cross-dataset assets that read every dataset's partition.
+PARTITION_COMBINES = ("flip_grid", "flip_table")
+EVERY_ASSET = frozenset(key.to_user_string() for key in defs.resolve_all_asset_keys())
+COMBINES = EVERY_ASSET - {*PER_DATASET_ASSETS, "discovered_runs"}
 
 
-def _sensor_runs(cursor) -> list[tuple[str, str, str]]:
-    """``(run_id, status, run state)`` of every run the sensor requested, oldest first.
+@dataclass(frozen=True)
+class Run:
+    """A row of Dagster's ``runs`` table, with the sensor's dataset-state tag (None if absent)."""
 
-    Empty until the daemon has created Dagster's tables (it does on first use).
-    """
+    id: int
+    run_id: str
+    status: str
+    start: float | None
+    end: float | None
+    state: str | None
+
+
+def _runs(cursor) -> list[Run]:
+    """Every run, oldest first; empty until the daemon has created Dagster's tables."""
     try:
         cursor.execute(
-            "SELECT r.run_id, r.status, t.value FROM runs r JOIN run_tags t "
-            "ON t.run_id = r.run_id WHERE t.key = %s ORDER BY r.id",
+            "SELECT r.id, r.run_id, r.status, r.start_time, r.end_time, t.value FROM runs r "
+            "LEFT JOIN run_tags t ON t.run_id = r.run_id AND t.key = %s ORDER BY r.id",
             (RUN_STATE_TAG,),
         )
     except psycopg2.errors.UndefinedTable:
         return []
-    return cursor.fetchall()
+    return [Run(*row) for row in cursor.fetchall()]
+
+
+def _materialized(cursor, run_ids) -> dict[str, set[str]]:
+    """``{run_id: assets it materialised}``, checking that each run went through the queue."""
+    found = {}
+    for run_id in run_ids:
+        cursor.execute(
+            "SELECT dagster_event_type, asset_key FROM event_logs WHERE run_id = %s", (run_id,)
+        )
+        rows = cursor.fetchall()
+        assert {kind for kind, _ in rows} >= QUEUED_RUN_EVENTS, f"run {run_id} skipped the queue"
+        found[run_id] = {"/".join(json.loads(key)) for kind, key in rows if kind == MATERIALIZATION}
+    return found
 
 
 def _wait(condition, daemon: subprocess.Popen, log: Path, what: str, scaleout) -> None:
@@ -82,7 +125,26 @@ def _wait(condition, daemon: subprocess.Popen, log: Path, what: str, scaleout) -
     pytest.fail(f"timed out waiting for {what}:\n{scaleout.log_tail(log)}")
 
 
-def test_daemon_builds_and_refreshes_on_postgres_like_sqlite(
+def _in_flight_together(cursor, runs: list[Run]) -> bool:
+    """The daemon launched every one of ``runs`` before any of them ended.
+
+    Launched: the queue's "starting" event (the coordinator dequeued the run
+    and started its process). With ``max_concurrent_runs: 1`` the second run
+    leaves the queue only once the first has ended. The runs' own start and
+    end times need not overlap: launching a run (a new process importing the
+    code location) takes about as long as a small dataset's refresh here.
+    """
+    cursor.execute(
+        "SELECT run_id, EXTRACT(EPOCH FROM timestamp) FROM event_logs "
+        "WHERE dagster_event_type = %s AND run_id IN %s",
+        (dg.DagsterEventType.RUN_STARTING.value, tuple(run.run_id for run in runs)),
+    )
+    launched = dict(cursor.fetchall())
+    assert set(launched) == {run.run_id for run in runs}
+    return max(float(t) for t in launched.values()) < min(run.end for run in runs)
+
+
+def test_daemon_builds_and_refreshes_in_parallel_on_postgres_like_sqlite(
     tmp_path, small_corpus, postgres_server, reference_build, scaleout
 ) -> None:
     home, output = tmp_path / "dagster_home", tmp_path / "pg_output"
@@ -99,19 +161,42 @@ def test_daemon_builds_and_refreshes_on_postgres_like_sqlite(
     connection = postgres_server.connect()
     cursor = connection.cursor()
 
-    def finished_sensor_runs(count: int):
+    def current(sensor_runs: int):
+        """The sensor requested ``sensor_runs`` runs, all succeeded, and every asset was
+        materialised after the last of them was requested; nothing is in flight."""
+
         def check() -> bool:
-            runs = _sensor_runs(cursor)
-            failed = [run for run in runs if run[1] in FAILED]
-            assert not failed, f"sensor run(s) failed: {failed}\n{scaleout.log_tail(log)}"
-            return len(runs) == count and all(status == "SUCCESS" for _, status, _ in runs)
+            runs = _runs(cursor)
+            failed = [run for run in runs if run.status in FAILED]
+            assert not failed, f"run(s) failed: {failed}\n{scaleout.log_tail(log)}"
+            requested = [run for run in runs if run.state is not None]
+            if len(requested) != sensor_runs or any(run.status not in FINISHED for run in runs):
+                return False
+            since = [run.run_id for run in runs if run.id >= requested[-1].id]
+            cursor.execute(
+                "SELECT DISTINCT asset_key FROM event_logs "
+                "WHERE dagster_event_type = %s AND run_id IN %s",
+                (MATERIALIZATION, tuple(since)),
+            )
+            return {"/".join(json.loads(key)) for (key,) in cursor.fetchall()} >= COMBINES
 
         return check
 
-    def nothing_in_flight() -> bool:
-        cursor.execute("SELECT status FROM runs")
-        return all(status in FINISHED for (status,) in cursor.fetchall())
+    def automation_caught_up() -> bool:
+        """The automation sensor finished a tick that began after the last run ended."""
+        runs = _runs(cursor)
+        if any(run.status not in FINISHED for run in runs):
+            return False
+        last_end = max(run.end for run in runs)
+        cursor.execute("SELECT status, tick_body FROM job_ticks")
+        return any(
+            body["job_name"] == AUTOMATION_SENSOR
+            and status in {"SUCCESS", "SKIPPED"}
+            and body["timestamp"] > last_end
+            for status, body in ((s, json.loads(b)) for s, b in cursor.fetchall())
+        )
 
+    datasets = len(SMALL_CORPUS_DATASETS)
     with log.open("wb") as log_file:
         daemon = subprocess.Popen(
             [scaleout.venv_command("dagster-daemon"), "run", "-w", "workspace.yaml"],
@@ -122,65 +207,67 @@ def test_daemon_builds_and_refreshes_on_postgres_like_sqlite(
             start_new_session=True,
         )
     try:
-        datasets = len(SMALL_CORPUS_DATASETS)
-        _wait(finished_sensor_runs(datasets), daemon, log, "the first tick's build", scaleout)
-        _wait(nothing_in_flight, daemon, log, "the cross-dataset runs", scaleout)
-        cursor.execute("SELECT run_id FROM runs")
-        first_build = {run_id for (run_id,) in cursor.fetchall()}
+        _wait(current(datasets), daemon, log, "the first tick's build", scaleout)
         scaleout.copy_bundled_runs(small_corpus, ADDED_PREFIX, seeds=(ADDED_SEED,))
-        _wait(finished_sensor_runs(datasets + 1), daemon, log, "the added run", scaleout)
-        _wait(nothing_in_flight, daemon, log, "the runs in flight", scaleout)
+        _wait(current(datasets + 1), daemon, log, "the added run", scaleout)
+        # Both datasets change in one rename, so one sensor tick sees both.
+        batch = tmp_path / "staging" / "batch"
+        scaleout.copy_bundled_runs(batch, *PARALLEL_PREFIXES, seeds=(PARALLEL_SEED,))
+        batch.rename(small_corpus / batch.name)
+        _wait(current(2 * datasets + 1), daemon, log, "the runs added at once", scaleout)
+        _wait(automation_caught_up, daemon, log, "a later automation tick", scaleout)
     finally:
         scaleout.stop_process_group(daemon)
 
-    *firsts, (refresh, _, refresh_state) = _sensor_runs(cursor)
-    first_ids = [run_id for run_id, _, _ in firsts]
-    assert refresh_state not in {state for _, _, state in firsts}
-    cursor.execute(
-        "SELECT run_id, key, value FROM run_tags WHERE run_id IN %s AND key = %s",
-        ((*first_ids, refresh), "dagster/sensor_name"),
+    runs = _runs(cursor)
+    sensor_runs = [run for run in runs if run.state is not None]
+    first, (refresh,), parallel = (
+        sensor_runs[:datasets],
+        sensor_runs[datasets : datasets + 1],
+        sensor_runs[datasets + 1 :],
     )
-    assert {(run, value) for run, _, value in cursor.fetchall()} == {
-        (run_id, "new_runs_sensor") for run_id in (*first_ids, refresh)
-    }
+    assert len(parallel) == datasets
+    materialized = _materialized(cursor, [run.run_id for run in runs])
+    cursor.execute(
+        "SELECT run_id, value FROM run_tags WHERE key = 'dagster/sensor_name' AND run_id IN %s",
+        (tuple(run.run_id for run in runs),),
+    )
+    sensor_of = dict(cursor.fetchall())
+    assert {sensor_of[run.run_id] for run in sensor_runs} == {"new_runs_sensor"}
 
-    def materialized_in(run_ids) -> set[str]:
-        """The assets the runs materialised; each went through the queue, and checks ran."""
-        found, all_types = set(), set()
-        for run_id in run_ids:
-            cursor.execute(
-                "SELECT dagster_event_type, asset_key FROM event_logs WHERE run_id = %s",
-                (run_id,),
-            )
-            rows = cursor.fetchall()
-            types = {event_type for event_type, _ in rows}
-            assert types >= QUEUED_RUN_EVENTS, "the run went through the queue, the daemon ran it"
-            all_types |= types
-            found |= {
-                "/".join(json.loads(key))
-                for kind, key in rows
-                if kind == dg.DagsterEventType.ASSET_MATERIALIZATION.value
-            }
-        assert dg.DagsterEventType.ASSET_CHECK_EVALUATION.value in all_types
-        return found
+    def phase(dataset_runs: list[Run], end: int | None) -> list[Run]:
+        """The runs from the first of ``dataset_runs`` up to (not including) run ``end``."""
+        return [r for r in runs if r.id >= dataset_runs[0].id and (end is None or r.id < end)]
 
-    every_asset = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    assert materialized_in(first_build) == every_asset, "the first build built everything"
-    assert materialized_in([refresh]) == every_asset, "the refresh: its dataset and the combines"
+    added_key = dataset_key(ADDED_PREFIX.split("_", 1)[1])
+    for dataset_runs, end in ((first, refresh.id), (parallel, None)):
+        assert _in_flight_together(cursor, dataset_runs), f"one after another: {dataset_runs}"
+        assert all(
+            materialized[r.run_id] == {"discovered_runs", *PER_DATASET_ASSETS} for r in dataset_runs
+        )
+        others = [r for r in phase(dataset_runs, end) if r not in dataset_runs]
+        assert {sensor_of.get(r.run_id) for r in others} == {AUTOMATION_SENSOR}
+        for asset in COMBINES:
+            (run,) = [r for r in others if asset in materialized[r.run_id]]
+            if asset in PARTITION_COMBINES:
+                assert run.start > max(r.end for r in dataset_runs), f"{asset} before its inputs"
+        assert (
+            set().union(*(materialized[r.run_id] for r in phase(dataset_runs, end))) == EVERY_ASSET
+        )
+    assert phase([refresh], parallel[0].id) == [refresh], "the refresh needed no other run"
+    assert materialized[refresh.run_id] == EVERY_ASSET, "the refresh: its dataset and the combines"
     cursor.execute(
         "SELECT DISTINCT partition FROM event_logs WHERE run_id = %s AND partition IS NOT NULL",
-        (refresh,),
+        (refresh.run_id,),
     )
-    added_key = dataset_key(ADDED_PREFIX.split("_", 1)[1])
     assert [partition for (partition,) in cursor.fetchall()] == [added_key]
-    assert set(PER_DATASET_ASSETS) <= every_asset
 
     cursor.execute("SELECT status, tick_body FROM job_ticks ORDER BY id")
     bodies = [(status, json.loads(body)) for status, body in cursor.fetchall()]
     # Dagster stores a tick's instigator name under its older field name, job_name.
     ticks = [(status, body) for status, body in bodies if body["job_name"] == "new_runs_sensor"]
-    launched = [body["run_ids"] for status, body in ticks if status == "SUCCESS"]
-    assert [sorted(ids) for ids in launched] == [sorted(first_ids), [refresh]]
+    launched = [sorted(body["run_ids"]) for status, body in ticks if status == "SUCCESS"]
+    assert launched == [sorted(r.run_id for r in group) for group in (first, [refresh], parallel)]
     assert any(
         "no run directory added, changed or removed" in (body.get("skip_reason") or "")
         for status, body in ticks
