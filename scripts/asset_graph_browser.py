@@ -78,10 +78,10 @@ CHROMIUM_ARGS: tuple[str, ...] = (
     "--disable-component-update",
     "--disable-sync",
 )
-#: Browser window in CSS pixels: wide enough for the graph's five columns at
-#: a readable scale, and the size of ``docs/asset-graph.png``.
+#: Browser window in CSS pixels: wide and tall enough for the expanded graph (five
+#: groups, the per-dataset assets among them) at the UI's largest zoom-to-fit scale.
 VIEWPORT_WIDTH = 2600
-VIEWPORT_HEIGHT = 1500
+VIEWPORT_HEIGHT = 3400
 #: Host the webserver binds: loopback only, nothing is exposed.
 LOCALHOST = "127.0.0.1"
 #: Path of the global asset lineage page in Dagster 1.13's UI.
