@@ -1,249 +1,255 @@
-"""Benchmark the Dagster platform: code-location load, sensor ticks, a full build.
+"""Benchmark the partitioned platform against the library, on a scale corpus, with the daemon.
 
-Each figure is printed next to a baseline measured in the same run:
+Printed side by side, each against a baseline measured in the same run:
 
-* code-location load (fresh interpreter) against ``import dagster`` alone;
-* a ``new_runs_sensor`` tick on a 100,000-run corpus with nothing changed,
-  and with one run added, against a bare scan that only lists the run
-  directories and stats their metrics files;
-* a full materialisation of the bundled example corpus (``dagster asset
-  materialize --select '*'``) against the same analysis run directly with
-  the library (discovery, statistics and every table) in one process.
+* **full build**: ``python -m deepecg_assets.build`` (the README's command)
+  in a fresh process on a fresh instance, against the library pipeline it
+  wraps (discovery, reconciliation, aggregates, ranks, tau, paired
+  differences, the flip combine and the tables) in a fresh process; with
+  the build's peak resident memory. Targets: build <= 2x library + 10 s,
+  peak <= 1 GB at 100,000 runs.
+* **no-change tick**: one ``new_runs_sensor`` evaluation with nothing changed.
+  Target <= 1.5 s at 100,000 runs.
+* **one run added**: ``dagster-daemon`` runs the sensors as a user's
+  deployment would; one run is written into one dataset and the benchmark
+  waits until the daemon's runs have finished and the flip table is current.
+  Work = the summed durations of the runs the daemon launched; targets: <= 10 s,
+  and <= 20% of the full build's work (its two runs) at 100,000 runs.
 
 Usage::
 
-    python benchmarks/bench_platform.py [--root DIR] [--models 50 --datasets 20 --seeds 100]
+    python benchmarks/bench_platform.py --runs /work/bench/c20k/runs
+    python benchmarks/bench_platform.py --runs /work/bench/c100k/runs
 
-``--root`` reuses (or creates) a generated corpus, so the analysis benchmark
-and this one can share the 100,000 run directories.
+The corpus is only read; the added run goes under a scratch root next to it
+(a second run root), and is removed afterwards. First discovery against the
+I/O floor is measured by ``benchmarks/bench_discovery.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
-
-import dagster as dg
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
+BIN = Path(PYTHON).parent
+#: Seconds between sensor ticks in the daemon measurement.
+SENSOR_INTERVAL = 5
+#: Longest wait for the daemon's refresh.
+REFRESH_TIMEOUT = 600
+#: A dataset-state tag the sensor puts on the runs it launches.
+DATASET_TAG = "deepecg/dataset"
+
+LIBRARY_PIPELINE = """
+import sys, time, warnings
+from pathlib import Path
+import pandas as pd
+start = time.perf_counter()
+from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
+from deepecgkit.analysis.latex import (
+    flip_survival_table, rank_distribution_table, results_table, tau_table, write_tables,
+)
+from deepecgkit.analysis.ranking import (
+    flip_tests_from_differences, paired_differences, rank_distribution, tau_summary,
+)
+from deepecgkit.rundir.read import discover_runs
+from deepecgkit.rundir.records import runs_to_frame
+records, _ = discover_runs([Path(sys.argv[1])], recursive=True)
+frame = runs_to_frame(records)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    reconciled, _ = reconcile_averaging(frame)
+aggregated = aggregate_runs(reconciled)
+distribution, taus = rank_distribution(reconciled), tau_summary(reconciled)
+differences = pd.concat(
+    [paired_differences(rows) for _, rows in reconciled.groupby("dataset", sort=True)],
+    ignore_index=True,
+)
+flips = flip_tests_from_differences(differences)
+tables = {f"results_{d}": results_table(aggregated, d) for d in aggregated["dataset"].unique()}
+tables["rank_distribution"] = rank_distribution_table(distribution, taus)
+tables["kendall_tau"] = tau_table(taus)
+tables["flip_survival"] = flip_survival_table(flips)
+write_tables(tables, Path(sys.argv[2]))
+print(time.perf_counter() - start)
+"""
 
 
-def _fresh_import_seconds(statement: str, repeats: int = 3) -> float:
-    """Best wall time of ``statement`` in a fresh interpreter (import caches warm)."""
-    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-    times = []
-    for _ in range(repeats):
-        output = subprocess.run(
-            [PYTHON, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
-        )
-        times.append(float(output.stdout.strip().splitlines()[-1]))
+def _environment(home: Path, output: Path, roots: list[Path]) -> dict[str, str]:
+    env = {**os.environ, "DAGSTER_HOME": str(home), "DEEPECG_OUTPUT": str(output)}
+    env["DEEPECG_RUNS"] = os.pathsep.join(map(str, roots))
+    env["DEEPECG_SENSOR_INTERVAL"] = str(SENSOR_INTERVAL)
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall seconds, peak resident GiB, output) of ``command`` in a fresh process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    output = process.stdout.read() if process.stdout else ""
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{output[-3000:]}")
+    return wall, usage.ru_maxrss / 2**20, output
+
+
+def _run_seconds(instance) -> list[tuple[str, float]]:
+    """(run id, seconds from start to end) of every finished run of ``instance``."""
+    return [
+        (r.dagster_run.run_id, r.end_time - r.start_time)
+        for r in instance.get_run_records()
+        if r.start_time is not None and r.end_time is not None
+    ]
+
+
+def bench_full_build(runs: Path, scratch: Path) -> dict[str, float]:
+    library_out = scratch / "library"
+    library_out.mkdir()
+    env = _environment(scratch / "unused", scratch / "unused", [runs])
+    library, library_gib, _ = _timed(
+        [PYTHON, "-c", LIBRARY_PIPELINE, str(runs), str(library_out)], env
+    )
+    home, out, extra = scratch / "home", scratch / "out", scratch / "extra_root"
+    home.mkdir()
+    extra.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = _environment(home, out, [runs, extra])
+    build, build_gib, _ = _timed([PYTHON, "-m", "deepecg_assets.build"], env)
+    print(f"full build on {runs}")
+    print(
+        f"  library pipeline (fresh process)       : {library:7.1f} s  peak {library_gib:.2f} GiB"
+    )
+    print(
+        f"  python -m deepecg_assets.build          : {build:7.1f} s  peak {build_gib:.2f} GiB"
+        f"  ({build / library:.2f}x library; target <= 2x + 10 s = {2 * library + 10:.0f} s)"
+    )
+    return {"library": library, "build": build, "build_gib": build_gib}
+
+
+def bench_no_change_tick(scratch: Path, runs: Path) -> float:
+    import dagster as dg
+
+    os.environ.update(
+        _environment(scratch / "home", scratch / "out", [runs, scratch / "extra_root"])
+    )
+    from deepecg_assets.definitions import defs
+    from deepecg_assets.resources import OutputFolderResource, RunRootsResource
+    from deepecg_assets.sensors import new_runs_sensor
+
+    resources = {"run_roots": RunRootsResource(), "output_folder": OutputFolderResource()}
+    with dg.DagsterInstance.get() as instance:
+
+        def tick(cursor: str | None) -> tuple[float, dg.SensorResult]:
+            context = dg.build_sensor_context(
+                instance=instance, cursor=cursor, definitions=defs, resources=resources
+            )
+            start = time.perf_counter()
+            result = new_runs_sensor(context)
+            return time.perf_counter() - start, result
+
+        first_seconds, first = tick(None)
+        assert not first.run_requests, "a tick after the build must launch nothing"
+        times = [tick(first.cursor)[0] for _ in range(3)]
+    print(f"  first tick after the build (no cursor) : {first_seconds:7.2f} s, launched nothing")
+    print(f"  no-change tick (best of 3)             : {min(times):7.2f} s  (target <= 1.5 s)")
     return min(times)
 
 
-def bench_load() -> None:
-    dagster_only = _fresh_import_seconds("import dagster")
-    location = _fresh_import_seconds("import deepecg_assets.definitions")
-    print("code-location load (fresh interpreter, best of 3)")
-    print(f"  import dagster alone                : {dagster_only:6.2f} s")
-    print(f"  import deepecg_assets.definitions   : {location:6.2f} s  (target < 2 s)")
-    print(f"  ratio to dagster alone              : {location / dagster_only:6.2f}x")
+def bench_one_run_added(scratch: Path, runs: Path, full_build_work: float) -> None:
+    import dagster as dg
 
-
-def _ensure_corpus(root: Path, models: int, datasets: int, seeds: int) -> int:
-    from deepecgkit.rundir.synthetic import CorpusSpec, generate_corpus
-
-    expected = models * datasets * seeds
-    existing = sum(1 for _ in os.scandir(root)) if root.is_dir() else 0
-    if existing >= expected:
-        return existing
-    print(f"generating {expected:,} run directories under {root} ...", flush=True)
-    start = time.perf_counter()
-    generate_corpus(
-        root,
-        CorpusSpec(
-            models=tuple(f"model{i:02d}" for i in range(models)),
-            datasets=tuple(f"dataset{j:02d}" for j in range(datasets)),
-            seeds=tuple(range(seeds)),
-        ),
-    )
-    print(f"  generated in {time.perf_counter() - start:.0f} s")
-    return expected
-
-
-def _bare_scan(root: Path) -> int:
-    """Baseline: list the run directories and stat each metrics file, nothing else."""
-    from deepecgkit.rundir.cache import metrics_file_state
-    from deepecgkit.rundir.read import find_run_directories
-
-    return sum(metrics_file_state(d) is not None for d in find_run_directories(root, True))
-
-
-def bench_sensor(root: Path, output: Path) -> None:
-    from deepecg_assets.resources import OutputFolderResource, RunRootsResource
-    from deepecg_assets.sensors import new_runs_sensor
-    from deepecgkit.rundir.write import write_run_directory
-
-    resources = {
-        "run_roots": RunRootsResource(roots=str(root), recursive=True),
-        "output_folder": OutputFolderResource(path=str(output)),
-    }
-
-    def tick(cursor: str | None) -> tuple[float, dg.SensorResult]:
-        start = time.perf_counter()
-        with dg.build_sensor_context(cursor=cursor, resources=resources) as context:
-            result = new_runs_sensor(context)
-        return time.perf_counter() - start, result
-
-    bare_times = []
-    for _ in range(2):  # the first pass also warms the page cache for everything below
-        start = time.perf_counter()
-        n_runs = _bare_scan(root)
-        bare_times.append(time.perf_counter() - start)
-    bare = min(bare_times)
-    cold, first = tick(None)
-    unchanged, second = tick(first.cursor)
-    assert not second.run_requests, "an unchanged tree must skip"
-    added_dir = root / "zz_added_model_dataset00_seed0"
-    write_run_directory(
-        added_dir, model="zz_added", dataset="dataset00", metrics={"f1": 0.5}, seed=0
+    home = scratch / "home"
+    env = _environment(home, scratch / "out", [runs, scratch / "extra_root"])
+    daemon = subprocess.Popen(
+        [str(BIN / "dagster-daemon"), "run", "-m", "deepecg_assets.definitions"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
-        added, third = tick(first.cursor)
-        assert len(third.run_requests) == 1, "one added run must request one run"
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            time.sleep(3 * SENSOR_INTERVAL)  # the daemon's first ticks: nothing to launch
+            before = {run_id for run_id, _ in _run_seconds(instance)}
+            started_runs = [
+                r for r in instance.get_run_records() if r.dagster_run.run_id not in before
+            ]
+            assert not started_runs, "the first ticks after a build launched runs"
+            from deepecgkit.rundir.write import write_run_directory
+
+            dataset = _first_dataset(instance)
+            added = time.time()
+            write_run_directory(
+                scratch / "extra_root" / "added_run",
+                model="zz_added",
+                dataset=dataset,
+                metrics={"f1": 0.5, "auroc": 0.6},
+                seed=0,
+            )
+            deadline = time.monotonic() + REFRESH_TIMEOUT
+            while time.monotonic() < deadline:
+                time.sleep(1)
+                new = [r for r in instance.get_run_records() if r.dagster_run.run_id not in before]
+                if new and all(r.dagster_run.is_finished for r in new):
+                    event = instance.get_latest_materialization_event(dg.AssetKey("flip_table"))
+                    if event is not None and event.timestamp > added:
+                        break
+            else:
+                raise RuntimeError("the daemon did not refresh the tables in time")
+            current = event.timestamp - added
+            work = [(r.end_time or 0) - (r.start_time or 0) for r in new]
+            assert all(r.dagster_run.is_success for r in new), "a launched run failed"
     finally:
-        for child in added_dir.iterdir():
-            child.unlink()
-        added_dir.rmdir()
-    print(f"new_runs_sensor tick on {n_runs:,} runs")
-    print(f"  baseline: list + stat every metrics file : {bare:6.2f} s (best of 2)")
-    print(f"  first tick (empty cache, parses all)     : {cold:6.2f} s")
+        os.killpg(daemon.pid, signal.SIGTERM)
+        daemon.wait(timeout=60)
     print(
-        f"  nothing changed                          : {unchanged:6.2f} s"
-        f"  ({unchanged / bare:.2f}x baseline; target < 5 s)"
+        f"one run added to {dataset!r}, refreshed by dagster-daemon "
+        f"(sensor every {SENSOR_INTERVAL} s)"
     )
     print(
-        f"  one run added                            : {added:6.2f} s"
-        f"  ({added / bare:.2f}x baseline)"
+        f"  runs launched: {len(work)}; their work: {sum(work):6.1f} s "
+        f"({sum(work) / full_build_work:.0%} of the full build's {full_build_work:.1f} s; "
+        "targets <= 10 s and <= 20%)"
     )
+    print(f"  flip table current {current:6.1f} s after the run was written")
 
 
-def _library_build(root: Path, out: Path) -> None:
-    """Baseline: everything the graph computes, called directly on the library."""
-    from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
-    from deepecgkit.analysis.latex import (
-        file_stems,
-        flip_survival_table,
-        rank_distribution_table,
-        results_table,
-        tau_table,
-        write_tables,
-    )
-    from deepecgkit.analysis.ranking import all_flip_tests, rank_distribution, tau_summary
-    from deepecgkit.rundir.read import discover_runs
-    from deepecgkit.rundir.records import runs_to_frame
+def _first_dataset(instance) -> str:
+    import dagster as dg
 
-    records, _ = discover_runs([root], recursive=True)
-    frame = runs_to_frame(records)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        reconciled, _ = reconcile_averaging(frame)
-    aggregated = aggregate_runs(reconciled)
-    distribution, taus = rank_distribution(reconciled), tau_summary(reconciled)
-    flips = all_flip_tests(reconciled)
-    stems = file_stems(aggregated["dataset"].unique())
-    tables = {f"results_{s}": results_table(aggregated, d) for d, s in stems.items()}
-    tables["rank_distribution"] = rank_distribution_table(distribution, taus)
-    tables["kendall_tau"] = tau_table(taus)
-    tables["flip_survival"] = flip_survival_table(flips)
-    write_tables(tables, out)
-    for name, table in {"runs": frame, "aggregates": aggregated, "flips": flips}.items():
-        table.to_csv(out / f"{name}.csv", index=False)
-
-
-_STEP_LINE = re.compile(r'Finished execution of step "([^"]+)" in ([0-9.]+)(ms|s)\.')
-#: Steps that do more than the library baseline below (torch probes, bootstrap, pdflatex).
-_EXTRA_STEPS = ("transfer_matrix", "transfer_table", "statistical_report")
-#: Step names of the asset checks end like this (or contain ``_no_``).
-_CHECK_SUFFIXES = ("_compile", "_compiles")
-
-
-def _step_seconds(log: str) -> dict[str, float]:
-    """Seconds per step from ``dagster asset materialize`` output."""
-    steps = {}
-    for name, value, unit in _STEP_LINE.findall(log):
-        steps[name] = float(value) / (1000.0 if unit == "ms" else 1.0)
-    return steps
-
-
-def bench_materialise() -> None:
-    from deepecg_assets.resources import BUNDLED_CORPUS
-    from deepecgkit.rundir.format import METRICS_FILENAME
-
-    with tempfile.TemporaryDirectory() as scratch:
-        home, output = Path(scratch) / "home", Path(scratch) / "out"
-        home.mkdir()
-        env = {**os.environ, "DAGSTER_HOME": str(home), "DEEPECG_OUTPUT": str(output)}
-        env.pop("DEEPECG_RUNS", None)
-        command = [str(Path(PYTHON).parent / "dagster"), "asset", "materialize"]
-        command += ["-m", "deepecg_assets.definitions", "--select", "*"]
-        start = time.perf_counter()
-        completed = subprocess.run(
-            command, cwd=REPO, env=env, check=True, capture_output=True, text=True
-        )
-        cli = time.perf_counter() - start
-        steps = _step_seconds(completed.stdout + completed.stderr)
-        code = (
-            "import sys, time; sys.path.insert(0, 'benchmarks'); t = time.perf_counter();"
-            "from pathlib import Path; import bench_platform as b;"
-            f"b._library_build(Path({str(BUNDLED_CORPUS)!r}), Path({str(scratch)!r}));"
-            "print(time.perf_counter() - t)"
-        )
-        start = time.perf_counter()
-        subprocess.run([PYTHON, "-c", code], cwd=REPO, check=True, capture_output=True)
-        library = time.perf_counter() - start
-    checks = sum(
-        v
-        for k, v in steps.items()
-        if k not in _EXTRA_STEPS
-        and "_" in k
-        and (k.endswith("compiles") or k.endswith("compile") or "_no_" in k)
-    )
-    extra = sum(steps.get(name, 0.0) for name in _EXTRA_STEPS)
-    analysis = sum(steps.values()) - extra - checks
-    runs = sum(1 for _ in BUNDLED_CORPUS.glob(f"*/{METRICS_FILENAME}"))
-    print(f"full materialisation of the bundled corpus ({runs} runs, fresh processes)")
-    print(f"  dagster asset materialize --select '*'         : {cli:6.2f} s wall")
-    for name in _EXTRA_STEPS:
-        print(f"    step {name:<40}: {steps.get(name, float('nan')):6.2f} s")
-    print(f"    asset checks (6 pdflatex compiles, data checks) : {checks:6.2f} s")
-    print(f"    discovery, statistics and tables (11 steps)      : {analysis:6.2f} s")
-    print(
-        f"  baseline: discovery, statistics, tables with the library, fresh process: "
-        f"{library:6.2f} s (the 11 steps take {analysis / library:.2f}x that)"
-    )
+    event = instance.get_latest_materialization_event(dg.AssetKey("discovered_runs"))
+    partitions = event.asset_materialization.metadata["partitions"].value
+    return partitions[sorted(partitions)[0]]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, help="corpus folder to reuse or create")
-    parser.add_argument("--models", type=int, default=50)
-    parser.add_argument("--datasets", type=int, default=20)
-    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--runs", type=Path, default=Path("/work/bench/c20k/runs"))
     args = parser.parse_args()
-    bench_load()
-    bench_materialise()
-    with tempfile.TemporaryDirectory() as scratch:
-        root = args.root or Path(scratch) / "corpus"
-        _ensure_corpus(root, args.models, args.datasets, args.seeds)
-        bench_sensor(root, Path(scratch) / "output")
+    with tempfile.TemporaryDirectory() as name:
+        scratch = Path(name)
+        bench_full_build(args.runs, scratch)
+        import dagster as dg
+
+        with dg.DagsterInstance.from_config(str(scratch / "home")) as inst:
+            build_work = sum(seconds for _, seconds in _run_seconds(inst))
+        print(f"  the build's two runs (start to end)     : {build_work:7.1f} s")
+        bench_no_change_tick(scratch, args.runs)
+        bench_one_run_added(scratch, args.runs, build_work)
+        shutil.rmtree(scratch / "extra_root", ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -38,11 +38,22 @@ from typing import TextIO
 
 import dagster as dg
 import pandas as pd
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
 
 from deepecg_assets.assets.report import REPORT_FOLDER
 from deepecg_assets.definitions import defs
-from deepecg_assets.io_managers import frame_from_csv
+from deepecg_assets.parquet_frames import read_stored_frame
+from deepecg_assets.partitions import (
+    DATASET_PARTITIONS,
+    PARTITIONS_METADATA,
+    PER_DATASET_ASSETS,
+    remove_stored_partitions,
+)
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
+from deepecg_assets.sensors import DISCOVERY_ASSET
 from deepecgkit.analysis.summary import build_summary, format_summary
 from deepecgkit.progress import PROGRESS_ATTRIBUTE
 from deepecgkit.statistical_report.report import FIGURES_FOLDER
@@ -206,10 +217,79 @@ class _ProgressOutput:
 # --- the build -------------------------------------------------------------------------------
 
 
+@dataclass
+class BuildResult:
+    """The in-process runs of one build: discovery, then everything else."""
+
+    runs: list[dg.ExecuteInProcessResult]
+
+    @property
+    def success(self) -> bool:
+        return all(run.success for run in self.runs)
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [run.run_id for run in self.runs]
+
+    @property
+    def all_events(self) -> list[dg.DagsterEvent]:
+        return [event for run in self.runs for event in run.all_events]
+
+    def asset_check_evaluations(self) -> list[dg.AssetCheckEvaluation]:
+        return [e for run in self.runs for e in run.get_asset_check_evaluations()]
+
+    def discovery_metadata(self) -> dict[str, dg.MetadataValue]:
+        (materialization,) = self.runs[0].asset_materializations_for_node(DISCOVERY_ASSET)
+        return dict(materialization.metadata)
+
+
+def sync_dataset_partitions(
+    instance: dg.DagsterInstance, keys: Sequence[str], *, frames_dir: Path
+) -> list[str]:
+    """Make the instance's dataset partitions exactly ``keys``; the order the instance keeps.
+
+    New datasets are added; partitions of datasets that are gone are deleted
+    with their stored frames (a clean build never holds them).
+    """
+    registered = list(instance.get_dynamic_partitions(DATASET_PARTITIONS))
+    gone = sorted(set(registered) - set(keys))
+    for key in gone:
+        instance.delete_dynamic_partition(DATASET_PARTITIONS, key)
+    remove_stored_partitions(frames_dir, gone)
+    added = [key for key in keys if key not in set(registered)]
+    if added:
+        instance.add_dynamic_partitions(DATASET_PARTITIONS, added)
+    return list(instance.get_dynamic_partitions(DATASET_PARTITIONS))
+
+
+def _execute(
+    job: dg.JobDefinition,
+    instance: dg.DagsterInstance,
+    run_config: dict,
+    *,
+    selection: dg.AssetSelection,
+    tags: dict[str, str] | None = None,
+) -> dg.ExecuteInProcessResult:
+    return job.execute_in_process(
+        instance=instance,
+        run_config=run_config,
+        raise_on_error=False,
+        asset_selection=sorted(selection.resolve(defs.resolve_asset_graph())),
+        tags=tags,
+    )
+
+
 def materialize_everything(
     instance: dg.DagsterInstance, *, verbose: bool, stream: TextIO
-) -> dg.ExecuteInProcessResult:
-    """Run the global asset job (every asset and check) in this process on ``instance``.
+) -> BuildResult:
+    """Every asset and check, in this process on ``instance``, in two runs.
+
+    The first run discovers the runs; the dataset partitions are then made to
+    match the datasets found; the second run builds every dataset partition
+    in one go (a single-run range over all partitions, so each step runs once
+    however many datasets there are) and everything downstream. ``dagster
+    asset materialize --select '*'`` cannot do this on a fresh instance,
+    which holds no partitions yet.
 
     Dagster's console logger is attached only when ``verbose``; the progress
     logger always is. Never raises for a failing step: the result says which.
@@ -221,12 +301,26 @@ def materialize_everything(
         logger_defs["console"] = dg.colored_console_logger
         loggers["console"] = {"config": {"log_level": "DEBUG"}}
     job = defs.resolve_implicit_global_asset_job_def().with_logger_defs(logger_defs)
-    return job.execute_in_process(
-        instance=instance, run_config={"loggers": loggers}, raise_on_error=False
-    )
+    run_config = {"loggers": loggers}
+    discovery = dg.AssetSelection.assets(DISCOVERY_ASSET)
+    first = _execute(job, instance, run_config, selection=discovery)
+    result = BuildResult([first])
+    if not first.success:
+        return result
+    output: OutputFolderResource = defs.resources["output_folder"]
+    keys = list(result.discovery_metadata()[PARTITIONS_METADATA].value)
+    order = sync_dataset_partitions(instance, keys, frames_dir=output.frames_dir())
+    rest = dg.AssetSelection.all() - discovery
+    tags = None
+    if order:
+        tags = {ASSET_PARTITION_RANGE_START_TAG: order[0], ASSET_PARTITION_RANGE_END_TAG: order[-1]}
+    else:
+        rest -= dg.AssetSelection.assets(*PER_DATASET_ASSETS)
+    result.runs.append(_execute(job, instance, run_config, selection=rest, tags=tags))
+    return result
 
 
-def failure_lines(result: dg.ExecuteInProcessResult) -> tuple[list[str], bool]:
+def failure_lines(result: BuildResult) -> tuple[list[str], bool]:
     """One line per failed step (its key and the failure's description), and whether all are
     user errors.
 
@@ -249,9 +343,9 @@ def failure_lines(result: dg.ExecuteInProcessResult) -> tuple[list[str], bool]:
     return lines, all_user
 
 
-def check_lines(result: dg.ExecuteInProcessResult) -> list[str]:
+def check_lines(result: BuildResult) -> list[str]:
     """The asset checks that did not pass, one line each (their severity and description)."""
-    evaluations = result.get_asset_check_evaluations()
+    evaluations = result.asset_check_evaluations()
     failed = [e for e in evaluations if not e.passed]
     lines = [f"Asset checks: {len(evaluations) - len(failed)} of {len(evaluations)} passed"]
     for evaluation in sorted(failed, key=lambda e: (e.asset_key.to_user_string(), e.check_name)):
@@ -263,10 +357,9 @@ def check_lines(result: dg.ExecuteInProcessResult) -> list[str]:
     return lines
 
 
-def _diagnostics(result: dg.ExecuteInProcessResult) -> dict[str, list[str]]:
+def _diagnostics(result: BuildResult) -> dict[str, list[str]]:
     """Discovery's diagnostics, as the build recorded them in ``discovered_runs``' metadata."""
-    (materialization,) = result.asset_materializations_for_node("discovered_runs")
-    return dict(materialization.metadata["diagnostics"].value)
+    return dict(result.discovery_metadata()["diagnostics"].value)
 
 
 def _report_frame(report_dir: Path, name: str) -> pd.DataFrame | None:
@@ -274,14 +367,11 @@ def _report_frame(report_dir: Path, name: str) -> pd.DataFrame | None:
     return pd.read_csv(path, keep_default_na=False, na_values=[""]) if path.is_file() else None
 
 
-def summary_text(result: dg.ExecuteInProcessResult) -> str:
+def summary_text(result: BuildResult) -> str:
     """The summary of :mod:`deepecgkit.analysis.summary` for a successful build."""
     output: OutputFolderResource = defs.resources["output_folder"]
     analysis: AnalysisSettings = defs.resources["analysis"]
-    frames = {
-        name: frame_from_csv((output.frames_dir() / f"{name}.csv").read_text(encoding="utf-8"))
-        for name in SUMMARY_FRAMES
-    }
+    frames = {name: read_stored_frame(output.frames_dir(), name) for name in SUMMARY_FRAMES}
     flip_grid = frames["flip_grid"]
     report_dir = output.root() / REPORT_FOLDER
     locations = {
@@ -355,14 +445,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if user_errors:
             return EXIT_USER_ERROR
         print(
-            f"{PROG}: the build failed (run {result.run_id}); "
+            f"{PROG}: the build failed (runs {', '.join(result.run_ids)}); "
             "rerun with --verbose, or open the run in the UI:",
             file=sys.stderr,
         )
         print("\n".join(ui_lines(home)), file=sys.stderr)
         return EXIT_BUILD_FAILED
     elapsed = time.monotonic() - started
-    print(f"Built in {elapsed:.0f} s (run {result.run_id}).\n")
+    print(f"Built in {elapsed:.0f} s (runs {', '.join(result.run_ids)}).\n")
     print(summary_text(result), end="")
     print("\n".join(check_lines(result)))
     print("\n".join(ui_lines(home)))

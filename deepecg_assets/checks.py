@@ -6,6 +6,10 @@ the analysis handles them honestly and reports them; a ``.tex`` file that
 does not compile, and a selection that leaves nothing to rank, are ERROR,
 because they would break the paper's build or empty every table. The check for unreadable or failed
 runs lives with ``discovered_runs``, which holds the diagnostics.
+
+The checks of per-dataset assets are partitioned by dataset like their
+assets, so a run of one dataset's partition (the run sensor's refresh) checks
+that dataset's frames only, and does not fail on a dataset not built yet.
 """
 
 from pathlib import Path
@@ -13,8 +17,9 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from deepecg_assets.assets.tables import table_paths
+from deepecg_assets.assets.tables import results_table_stem, table_paths
 from deepecg_assets.assets.transfer import LISTED_CELLS, failed_cells
+from deepecg_assets.partitions import DATASETS, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis.constants import (
     CORRECTION_UNAVAILABLE,
@@ -29,7 +34,6 @@ from deepecgkit.analysis.latex import (
     UNICODE_ENGINES,
     compile_table,
     latex_engine,
-    results_table_stems,
 )
 from deepecgkit.analysis.ranking import rank_within_seed
 from deepecgkit.analysis.statistics import collapse_gap_floor, is_bimodal
@@ -41,13 +45,17 @@ _WARN = dg.AssetCheckSeverity.WARN
 
 @dg.asset_check(
     asset="averaging_conflicts",
+    partitions_def=DATASETS,
     description=(
         "No run was dropped for its averaging mode. A failure means some runs of a "
         "(dataset, model) cell were averaged differently (macro vs weighted ...) and the "
         "minority was left out of every table: the cell rests on fewer seeds than were run."
     ),
 )
-def no_dropped_averaging_minorities(averaging_conflicts: pd.DataFrame) -> dg.AssetCheckResult:
+def no_dropped_averaging_minorities(
+    averaging_conflicts: dict[str, pd.DataFrame],
+) -> dg.AssetCheckResult:
+    averaging_conflicts = joined(averaging_conflicts)
     dropped = int(averaging_conflicts["dropped_runs"].sum()) if len(averaging_conflicts) else 0
     return dg.AssetCheckResult(
         passed=dropped == 0,
@@ -81,6 +89,7 @@ def bimodal_cells(runs: pd.DataFrame, metric: str) -> list[dict[str, str]]:
 @dg.asset_check(
     asset="aggregates",
     additional_ins={"reconciled_runs": dg.AssetIn()},
+    partitions_def=DATASETS,
     description=(
         "No (dataset, model) cell converges on some seeds and collapses on others. A failure "
         "means a mean and interval in the results table average two regimes; the flip table "
@@ -88,9 +97,11 @@ def bimodal_cells(runs: pd.DataFrame, metric: str) -> list[dict[str, str]]:
     ),
 )
 def no_bimodal_cells(
-    aggregates: pd.DataFrame, reconciled_runs: pd.DataFrame, analysis: AnalysisSettings
+    aggregates: dict[str, pd.DataFrame],
+    reconciled_runs: dict[str, pd.DataFrame],
+    analysis: AnalysisSettings,
 ) -> dg.AssetCheckResult:
-    cells = bimodal_cells(reconciled_runs, analysis.metric)
+    cells = bimodal_cells(joined(reconciled_runs), analysis.metric)
     return dg.AssetCheckResult(
         passed=not cells,
         severity=_WARN,
@@ -100,16 +111,18 @@ def no_bimodal_cells(
 
 
 @dg.asset_check(
-    asset="rank_distribution",
+    asset="rank_table",
+    additional_ins={"rank_distribution": dg.AssetIn()},
     description=(
         "The configured metric, models and datasets leave something to rank. A failure means "
         "the rank, tau and flip tables are empty: the analysis selection matches no run."
     ),
 )
 def selection_leaves_runs_to_rank(
-    rank_distribution: pd.DataFrame, analysis: AnalysisSettings
+    rank_distribution: dict[str, pd.DataFrame], analysis: AnalysisSettings
 ) -> dg.AssetCheckResult:
     """ERROR when the rank distribution is empty: every table built on it would be empty."""
+    rank_distribution = joined(rank_distribution)
     selection = {
         "metric": analysis.metric,
         "models": analysis.models or "all",
@@ -281,16 +294,17 @@ def _compile_check(paths: list) -> dg.AssetCheckResult:
 @dg.asset_check(
     asset="results_tables",
     additional_ins={"aggregates": dg.AssetIn()},
+    partitions_def=DATASETS,
     description=(
         "Every results table compiles with pdflatex in a minimal document. A failure means "
         "\\input of that table would break the paper's build."
     ),
 )
 def results_tables_compile(
-    aggregates: pd.DataFrame, output_folder: OutputFolderResource
+    aggregates: dict[str, pd.DataFrame], output_folder: OutputFolderResource
 ) -> dg.AssetCheckResult:
-    datasets = sorted(aggregates["dataset"].astype(str).unique()) if len(aggregates) else []
-    stems = list(results_table_stems(datasets).values())
+    """The results tables of the datasets of this run (one, or all of them in a build)."""
+    stems = [results_table_stem(key) for key, frame in sorted(aggregates.items()) if len(frame)]
     return _compile_check(table_paths(output_folder, stems))
 
 

@@ -1,15 +1,16 @@
 """The code location: ``deepecg_assets.definitions:defs``.
 
 The default resources are built here, where the whole location is put
-together: the frame IO manager shares the one output-folder resource, so a
-path set for ``output_folder`` in the launchpad applies to stored frames too.
+together: the frame store (Parquet, :mod:`deepecg_assets.parquet_frames`)
+shares the one output-folder resource, so a path set for ``output_folder``
+in the launchpad applies to stored frames too.
 """
 
 import dagster as dg
 
 from deepecg_assets.assets import ALL_ASSETS
 from deepecg_assets.checks import ALL_CHECKS
-from deepecg_assets.io_managers import FrameIOManager
+from deepecg_assets.parquet_frames import ParquetFrames
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource, RunRootsResource
 from deepecg_assets.schedules import nightly_refresh
 from deepecg_assets.sensors import automation_sensor, new_runs_sensor
@@ -22,7 +23,7 @@ def default_resources() -> dict[str, object]:
         "run_roots": RunRootsResource(),
         "output_folder": output,
         "analysis": AnalysisSettings(),
-        "io_manager": FrameIOManager(output=output),
+        "io_manager": ParquetFrames(output=output),
     }
 
 

@@ -13,20 +13,138 @@ worker sees at the same path, and the Dagster instance must be persistent
 (``DAGSTER_HOME``, PostgreSQL for several machines): each worker writes its
 step events there. ``deploy/README.md`` says how to start the scheduler and
 the workers, and why Dask rather than Celery.
+
+The executor is dagster-dask's, with its submission loop written again here
+for two defects of dagster-dask 0.29 on the pinned Dask release (see
+:class:`SharedClusterDaskExecutor`); each step still runs through
+``dagster_dask``'s own worker function.
 """
 
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 import dagster as dg
-from dagster_dask import dask_executor
+import dask.distributed
+from dagster._core.errors import raise_execution_interrupts
+from dagster._core.execution.context.system import PlanOrchestrationContext
+from dagster._core.execution.plan.plan import ExecutionPlan
+from dagster._core.execution.plan.state import KnownExecutionState
+from dagster._core.instance.ref import InstanceRef
+from dagster._utils import iterate_with_context
+from dagster_dask.executor import (
+    DaskExecutor,
+    get_dask_resource_requirements,
+    query_on_dask_worker,
+)
 
 from deepecg_assets import definitions
 
 #: Environment variable holding the Dask scheduler's address.
 DASK_SCHEDULER_ENV = "DEEPECG_DASK_SCHEDULER"
 
+
+@dataclass(frozen=True)
+class StepCall:
+    """Everything one step needs on its worker, as one argument that Dask passes on untouched.
+
+    Dask looks inside every tuple, list and dict argument of a task for
+    futures. A ``DagsterRun`` is a named tuple, and the partition subset of a
+    run over a partition range (a ``KeyRangesPartitionsSubset``, what a
+    single-run backfill over the datasets carries) refuses iteration, so
+    passing the run bare fails every such run before its first step with
+    "Iteration is not allowed on `@record` KeyRangesPartitionsSubset". A
+    dataclass is not looked into.
+    """
+
+    recon_job: Any
+    dagster_run: dg.DagsterRun
+    run_config: Mapping[str, object]
+    step_keys: Sequence[str]
+    instance_ref: InstanceRef
+    known_state: KnownExecutionState | None
+
+
+def execute_step_call(dependencies: Sequence[object], call: StepCall) -> Sequence[dg.DagsterEvent]:
+    """Run ``call``'s step on this worker (after ``dependencies``, the upstream steps' results)."""
+    return query_on_dask_worker(
+        dependencies,
+        call.recon_job,
+        call.dagster_run,
+        call.run_config,
+        call.step_keys,
+        call.instance_ref,
+        call.known_state,
+    )
+
+
+class SharedClusterDaskExecutor(DaskExecutor):
+    """Every step of a run as a task on the existing Dask cluster at ``address``.
+
+    Differs from dagster-dask's loop in two ways:
+
+    - the step's arguments travel as one :class:`StepCall` (partition-range
+      runs fail otherwise, see there);
+    - a task's key holds the run id, not only the job's name: Dask treats two
+      tasks with one key as one, so two runs of the asset job at once (the
+      queued coordinator runs several) would otherwise share, say, the
+      result of the first one's discovery step, and the second run's step
+      would never run.
+    """
+
+    def __init__(self, address: str) -> None:
+        super().__init__("existing", {"address": address})
+
+    def execute(
+        self, plan_context: PlanOrchestrationContext, execution_plan: ExecutionPlan
+    ) -> Iterator[dg.DagsterEvent]:
+        if not plan_context.instance.is_persistent:
+            raise dg.DagsterInvariantViolationError(
+                "Dask execution needs a persistent Dagster instance (set DAGSTER_HOME): "
+                "the workers write their step events to it"
+            )
+        run = plan_context.dagster_run
+        instance_ref = plan_context.instance.get_ref()
+        futures: dict[str, dask.distributed.Future] = {}
+        with dask.distributed.Client(self.cluster_configuration["address"]) as client:
+            for level in execution_plan.get_steps_to_execute_by_level():
+                for step in level:
+                    upstream = [
+                        futures[key] for item in step.step_inputs for key in item.dependency_keys
+                    ]
+                    call = StepCall(
+                        recon_job=plan_context.reconstructable_job,
+                        dagster_run=run,
+                        run_config=plan_context.run_config,
+                        step_keys=[step.key],
+                        instance_ref=instance_ref,
+                        known_state=execution_plan.known_state,
+                    )
+                    futures[step.key] = client.submit(
+                        execute_step_call,
+                        upstream,
+                        call,
+                        key=f"{run.run_id}.{step.key}",
+                        resources=get_dask_resource_requirements(step.tags),
+                    )
+            finished = dask.distributed.as_completed(list(futures.values()), with_results=True)
+            for _future, events in iterate_with_context(raise_execution_interrupts, finished):
+                yield from events
+
+
+@dg.executor(
+    name="deepecg_dask",
+    config_schema={"address": dg.Field(dg.StringSource, description="the scheduler's address")},
+    requirements=dg.multiple_process_executor_requirements(),
+)
+def shared_cluster_dask_executor(init_context: dg.InitExecutorContext) -> dg.Executor:
+    """Every step on a worker of the existing Dask cluster at ``address``."""
+    return SharedClusterDaskExecutor(init_context.executor_config["address"])
+
+
 #: Every step on a worker of the cluster whose scheduler is ``$DEEPECG_DASK_SCHEDULER``.
-deepecg_dask_executor = dask_executor.configured(
-    {"cluster": {"existing": {"address": {"env": DASK_SCHEDULER_ENV}}}},
-    name="deepecg_dask_executor",
+deepecg_dask_executor = shared_cluster_dask_executor.configured(
+    {"address": {"env": DASK_SCHEDULER_ENV}}, name="deepecg_dask_executor"
 )
 
 

@@ -10,6 +10,13 @@ keeps showing the table it wrote, not today's file. A picture above
 :data:`MAX_EMBEDDED_BYTES` is shrunk for the metadata only (the file keeps its
 resolution), so an event stays small in the instance's storage.
 
+Rendering costs a LaTeX run and a rasterisation per table (a second or
+more), and a refresh of one dataset rewrites the cross-dataset tables with
+mostly unchanged text, so each picture records the SHA-256 of the LaTeX it
+shows in a PNG ``tEXt`` chunk (:data:`SOURCE_KEY`); a picture whose recorded
+source equals the table's text is kept as it is. A clean build writes the
+same chunk, so a kept picture is byte for byte the one a clean build makes.
+
 A table that cannot be rendered (no pdflatex or pdftoppm, or LaTeX rejects
 it) never fails its asset: the metadata says why there is no picture, and
 the picture of an earlier build is removed so it cannot pass for this one.
@@ -18,14 +25,17 @@ the picture of an earlier build is removed so it cannot pass for this one.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
+import struct
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
 from PIL import Image
 
-from deepecgkit.analysis.table_images import TableImageError, render_table_png
+from deepecgkit.analysis.table_images import TableImageError, missing_tool, render_table_png
 from deepecgkit.io import atomic_write_bytes, remove_file
 
 #: Metadata key of a table's picture: ``image_<stem>``, the stem of its ``.tex``.
@@ -39,6 +49,62 @@ _SHRINK_FACTOR = 0.8
 #: Below this width a picture is no longer legible; it is embedded as it is then.
 _MIN_EMBEDDED_WIDTH_PX = 320
 _PNG_SUFFIX = ".png"
+#: Longest table (characters of LaTeX) drawn as a picture. A flip table of a
+#: large sweep runs to thousands of rows (1.3 MB of LaTeX at 20,000 runs): no
+#: one reads it as a picture, and typesetting it would take minutes.
+MAX_PICTURE_CHARACTERS = 100_000
+#: ``tEXt`` keyword of the SHA-256 (hex) of the LaTeX a table's picture shows.
+SOURCE_KEY = b"deepecg-table-sha256"
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_TEXT_CHUNK = b"tEXt"
+_IMAGE_DATA_CHUNK = b"IDAT"
+
+
+def _chunks(png: bytes):
+    """``(type, data, end offset)`` of each chunk of ``png`` up to the image data."""
+    offset = len(_PNG_SIGNATURE)
+    while offset + 8 <= len(png):
+        (length,) = struct.unpack(">I", png[offset : offset + 4])
+        kind = png[offset + 4 : offset + 8]
+        end = offset + 12 + length
+        yield kind, png[offset + 8 : offset + 8 + length], end
+        if kind == _IMAGE_DATA_CHUNK:
+            return
+        offset = end
+
+
+def with_source(png: bytes, source: str) -> bytes:
+    """``png`` with a ``tEXt`` chunk recording the SHA-256 of ``source``, after its header."""
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest().encode("ascii")
+    data = SOURCE_KEY + b"\0" + digest
+    chunk = struct.pack(">I", len(data)) + _TEXT_CHUNK + data
+    chunk += struct.pack(">I", zlib.crc32(_TEXT_CHUNK + data))
+    _, _, header_end = next(_chunks(png))
+    return png[:header_end] + chunk + png[header_end:]
+
+
+def shows_source(png: bytes, source: str) -> bool:
+    """Whether ``png`` records (:func:`with_source`) that it shows ``source``."""
+    if not png.startswith(_PNG_SIGNATURE):
+        return False
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest().encode("ascii")
+    wanted = SOURCE_KEY + b"\0" + digest
+    return any(kind == _TEXT_CHUNK and data == wanted for kind, data, _ in _chunks(png))
+
+
+def _current_picture(path: Path, source: str) -> bytes | None:
+    """The picture at ``path`` when it shows ``source``, else None.
+
+    Only where the table could be drawn again: on a machine without LaTeX a
+    clean build has no picture, so a kept one would make the two differ.
+    """
+    if missing_tool(source) is not None:
+        return None
+    try:
+        png = path.read_bytes()
+    except OSError:
+        return None
+    return png if shows_source(png, source) else None
 
 
 def embeddable_png(png: bytes, *, max_bytes: int = MAX_EMBEDDED_BYTES) -> bytes:
@@ -94,6 +160,8 @@ def table_picture_metadata(
 ) -> dict[str, dg.MetadataValue]:
     """Render each table to ``<directory>/<stem>.png``; one ``image_<stem>`` value each.
 
+    A picture already there that shows the same LaTeX is kept (see the module docstring).
+
     Args:
         tables: LaTeX of one ``table`` environment per file stem.
         directory: The folder of the tables (the PNG goes next to the ``.tex``).
@@ -108,13 +176,24 @@ def table_picture_metadata(
     for stem in sorted(tables):
         alt = f"{titles[stem]} ({stem}.tex)"
         target = directory / picture_name(stem)
-        try:
-            png = render_table_png(tables[stem])
-        except (TableImageError, ValueError) as exc:
+        if len(tables[stem]) > MAX_PICTURE_CHARACTERS:
             remove_file(target)
-            metadata[f"{IMAGE_PREFIX}{stem}"] = no_picture(alt, str(exc))
+            reason = (
+                f"the table has {tables[stem].count(chr(10)) + 1:,} lines, too long to show as "
+                f"a picture (at most {MAX_PICTURE_CHARACTERS:,} characters of LaTeX are drawn); "
+                f"open {stem}.tex"
+            )
+            metadata[f"{IMAGE_PREFIX}{stem}"] = no_picture(alt, reason)
             continue
-        atomic_write_bytes(target, png)
+        png = _current_picture(target, tables[stem])
+        if png is None:
+            try:
+                png = with_source(render_table_png(tables[stem]), tables[stem])
+            except (TableImageError, ValueError) as exc:
+                remove_file(target)
+                metadata[f"{IMAGE_PREFIX}{stem}"] = no_picture(alt, str(exc))
+                continue
+            atomic_write_bytes(target, png)
         metadata[f"{IMAGE_PREFIX}{stem}"] = png_markdown(png, alt)
     return metadata
 

@@ -25,12 +25,12 @@ of column names:
   every missing cell of the column held the same one, else as ``None``.
 """
 
-from __future__ import annotations
-
 import io
 import json
 import math
+from collections.abc import Mapping
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -40,13 +40,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
+from deepecg_assets.partitions import FRAME_SUFFIX, joined
+from deepecg_assets.resources import OutputFolderResource
 from deepecgkit.io import atomic_write_bytes
 
 __all__ = [
     "OBJECT_COLUMNS_KEY",
     "ParquetFrameIOManager",
+    "ParquetFrames",
     "frame_from_parquet",
+    "frame_metadata",
     "frame_to_parquet",
+    "read_stored_frame",
 ]
 
 #: Schema-metadata key listing how each ``object`` column was encoded.
@@ -57,6 +62,8 @@ _DECIMAL_LIMIT = 10**DECIMAL_DIGITS
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 #: Encodings of an ``object`` column.
 _PYTHON_INT, _INT_TEXT, _VALUES = "python_int", "int_text", "values"
+#: Rows shown in the Markdown preview attached to every materialisation.
+PREVIEW_ROWS = 10
 _MISSING_TOKENS = {"none": None, "nan": math.nan, "na": pd.NA}
 
 
@@ -151,14 +158,21 @@ def frame_from_parquet(data: bytes) -> pd.DataFrame:
 
 
 class ParquetFrameIOManager(dg.UPathIOManager):
-    """Stores each frame asset as ``<base_path>/<asset>.parquet`` (one file per partition).
+    """Stores a frame asset as ``<base>/<asset>.parquet``, a partition as ``<asset>/<key>.parquet``.
+
+    A partitioned frame travels as a mapping ``{partition key: frame}`` in
+    both directions, whether the step handles one partition or many (see
+    :mod:`deepecg_assets.partitions`): Dagster's own ``UPathIOManager`` hands
+    a single partition over bare and refuses to store several from one step,
+    which a single-run backfill needs. A stored partition that is missing
+    fails the step with the asset and partition to materialise first.
 
     A local base path is written through the project's atomic writer (a
     temporary name renamed into place, so a crash never leaves half a frame);
     on object storage a single PUT is already atomic.
     """
 
-    extension = ".parquet"
+    extension = FRAME_SUFFIX
 
     def dump_to_path(self, context: dg.OutputContext, obj: pd.DataFrame, path: UPath) -> None:
         if not isinstance(obj, pd.DataFrame):
@@ -173,4 +187,89 @@ class ParquetFrameIOManager(dg.UPathIOManager):
             path.write_bytes(data)
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
-        return frame_from_parquet(path.read_bytes())
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            partition = f" partition {path.stem!r}" if context.has_asset_partitions else ""
+            raise dg.Failure(
+                description=(
+                    f"stored frame {path} is missing; materialise "
+                    f"{context.asset_key.to_user_string()}{partition} first"
+                )
+            ) from None
+        return frame_from_parquet(data)
+
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        if not context.has_asset_partitions:
+            super().handle_output(context, obj)
+            context.add_output_metadata(frame_metadata(obj))
+            return
+        paths = self._get_paths_for_partitions(context)
+        if not isinstance(obj, Mapping) or set(obj) != set(paths):
+            raise TypeError(
+                f"partitioned asset {context.asset_key.to_user_string()} must return "
+                f"{{partition key: frame}} for its partitions {sorted(paths)}"
+            )
+        for key, path in paths.items():
+            self.make_directory(path.parent)
+            self.dump_to_path(context=context, obj=obj[key], path=path)
+        frames = [obj[key] for key in sorted(obj)]
+        metadata = frame_metadata(frames[0]) if len(frames) == 1 else {}
+        metadata["dagster/row_count"] = sum(len(frame) for frame in frames)
+        context.add_output_metadata(metadata)
+
+    def load_input(self, context: dg.InputContext) -> Any:
+        if not context.has_asset_key or not context.has_asset_partitions:
+            return super().load_input(context)
+        return {
+            key: self.load_from_path(context=context, path=path)
+            for key, path in sorted(self._get_paths_for_partitions(context).items())
+        }
+
+
+def frame_metadata(frame: pd.DataFrame) -> dict[str, Any]:
+    """What a person sees of a stored frame: its rows, columns and the first rows."""
+    return {
+        "dagster/row_count": len(frame),
+        "columns": ", ".join(map(str, frame.columns)),
+        "preview": dg.MetadataValue.md(markdown_preview(frame)),
+    }
+
+
+def markdown_preview(frame: pd.DataFrame, rows: int = PREVIEW_ROWS) -> str:
+    """The first ``rows`` rows as a Markdown table (the column list when empty)."""
+    if frame.empty:
+        return "*(no rows)* columns: " + ", ".join(f"`{c}`" for c in frame.columns)
+    return frame.head(rows).to_markdown(index=False)
+
+
+class ParquetFrames(dg.ConfigurableIOManagerFactory):
+    """The frame store of the code location: Parquet files under ``<output>/frames``.
+
+    ``base_path`` (any ``fsspec`` URL, e.g. ``s3://bucket/frames``) moves the
+    frames elsewhere; by default they follow the output-folder resource, so a
+    path set for ``output_folder`` in the launchpad applies to stored frames too.
+    """
+
+    output: dg.ResourceDependency[OutputFolderResource]
+    base_path: str | None = None
+
+    def create_io_manager(self, context: dg.InitResourceContext) -> ParquetFrameIOManager:
+        base = UPath(self.base_path) if self.base_path else UPath(self.output.frames_dir())
+        return ParquetFrameIOManager(base_path=base)
+
+
+def read_stored_frame(frames_dir: Path, asset: str) -> pd.DataFrame:
+    """The frame of ``asset`` as a local store holds it: one file, or its partitions joined.
+
+    Partitions are joined in key order (:func:`deepecg_assets.partitions.joined`),
+    as the cross-dataset assets read them.
+    """
+    single = frames_dir / f"{asset}{FRAME_SUFFIX}"
+    if single.is_file():
+        return frame_from_parquet(single.read_bytes())
+    parts = {
+        path.name[: -len(FRAME_SUFFIX)]: frame_from_parquet(path.read_bytes())
+        for path in sorted((frames_dir / asset).glob(f"*{FRAME_SUFFIX}"))
+    }
+    return joined(parts)

@@ -172,6 +172,10 @@ class OutputFolderResource(dg.ConfigurableResource):
     def cache_file(self) -> Path:
         return self.root() / "cache" / "run_records.jsonl"
 
+    def tree_index_file(self) -> Path:
+        """The sensor's index of the run roots (:mod:`deepecgkit.rundir.tree_index`)."""
+        return self.cache_file().with_name("tree_index.json")
+
 
 class ClaimConfig(dg.Config):
     """One rank claim: ``model`` is best on ``dataset_best`` and worst on ``dataset_worst``."""
@@ -237,10 +241,23 @@ class AnalysisSettings(dg.ConfigurableResource):
         return self
 
     def check_selection(self, runs: pd.DataFrame) -> None:
-        """Check ``metric``, ``models``, ``datasets`` and the claims against the runs.
+        """:meth:`check_names` against the names in a long runs frame.
 
         Args:
             runs: the long runs frame (``model``, ``dataset``, ``metric`` columns).
+        """
+        if runs.empty:
+            self.checked()
+            return
+        self.check_names(
+            **{f"{key}s": set(runs[key].astype(str)) for key in ("metric", "model", "dataset")}
+        )
+
+    def check_names(self, *, metrics: set[str], models: set[str], datasets: set[str]) -> None:
+        """Check ``metric``, ``models``, ``datasets`` and the claims against the runs' names.
+
+        Args:
+            metrics, models, datasets: the names the runs hold.
 
         Raises:
             dagster.Failure: a metric no run reports, or a model or dataset
@@ -251,9 +268,9 @@ class AnalysisSettings(dg.ConfigurableResource):
                 nothing to check against; the rank check reports it).
         """
         self.checked()
-        if runs.empty:
+        if not models:
             return
-        present = {key: set(runs[key].astype(str)) for key in ("metric", "model", "dataset")}
+        present = {"metric": metrics, "model": models, "dataset": datasets}
         if self.metric not in present["metric"]:
             raise dg.Failure(
                 description=(

@@ -1,38 +1,89 @@
 """Sensors: ``new_runs_sensor`` watches the run roots, ``automation_sensor`` the eager assets.
 
-``new_runs_sensor`` requests a refresh when run directories are added, changed or removed.
+``new_runs_sensor`` refreshes exactly the datasets whose runs were added,
+changed or removed. Each tick it first asks the tree index saved by the
+last full scan (:mod:`deepecgkit.rundir.tree_index`, next to the run cache)
+whether the run roots are provably as that scan saw them: one ``stat`` per
+listed directory and per metrics file, no listing and no cache load. When
+they are and the index's digest is the cursor, the tick launches nothing.
+Otherwise it scans the run roots in full (the path, modification time and
+size of every readable metrics file, through the run cache; see
+:func:`~deepecgkit.rundir.cache.scan_tree_state`), saves a new index, and
+compares the tree's digest with its cursor. When the digest moved, it splits the state into one
+digest per dataset (:meth:`~deepecgkit.rundir.cache.RunCache.dataset_digests`)
+and compares each with the state the dataset's partition was last built
+from. That baseline is read from the instance, not from the cursor: each
+``discovered_runs`` materialisation records the dataset digests it saw, and
+a partition was built from the last discovery before its own
+materialisation. So the first tick after a build made outside the daemon
+(the README's command, a CLI materialisation) launches nothing.
 
-Run directories are not Dagster partitions (a partition per seed would mean
-one Dagster run per seed and tens of thousands of partitions); instead the
-graph is unpartitioned and this sensor watches the state of the run roots:
-the path, modification time and size of every readable metrics file. The
-cursor holds only a short digest of that state, because Dagster stores the
-cursor on every tick. A run whose metrics file cannot be read yet (among them
-a half-written one: no final line break, or a row shorter than its header)
-and a directory that cannot be listed are left out of the digest and counted
-as pending, so they are picked up on the tick where they become readable.
+One :class:`~dagster.SensorResult` per tick carries:
 
-The run key is derived from the previous and the new digest: a retried tick
-never launches the same work twice, while a tree that returns to an earlier
-state (a run deleted and written again) is still refreshed.
+- dynamic-partition add requests for new datasets and delete requests for
+  datasets that are gone (their stored frames are removed at once; their
+  tables by ``results_index``);
+- one run request per changed dataset, keyed by that dataset's baseline and
+  new digest (a retried tick never launches the same work twice; a dataset
+  that returns to an earlier state is still refreshed). A single changed
+  dataset is refreshed in one run together with the cross-dataset assets,
+  since Dagster's fixed cost per launched run is larger than the combine
+  itself, but only while no other run is queued or in progress; several
+  changed datasets (or one while other runs are in flight; the queued
+  coordinator runs several at once) get one run each, and the eager
+  cross-dataset assets then run once, after all of them (their condition
+  waits until no input partition is in progress);
+- with only deletions, one run of the cross-dataset assets.
+
+A run whose metrics file cannot be read yet (among them a half-written
+one: no final line break, or a row shorter than its header) and a directory
+that cannot be listed are left out of the digests and counted as pending,
+so they are picked up on the tick where they become readable.
 """
 
 import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import dagster as dg
 
+from deepecg_assets.partitions import (
+    DATASET_PARTITIONS,
+    DATASET_STATES_METADATA,
+    DATASETS,
+    LAST_PER_DATASET_ASSET,
+    PER_DATASET_ASSETS,
+    dataset_keys,
+    remove_stored_partitions,
+)
 from deepecg_assets.resources import OutputFolderResource, RunRootError, RunRootsResource
-from deepecgkit.rundir.cache import RunCache, scan_tree_state
+from deepecgkit.rundir.cache import RunCache
+from deepecgkit.rundir.tree_index import TreeIndex, TreeSummary, indexed_tree_state
 
 #: The automation condition of every derived asset: refresh as soon as an input changes.
 EAGER = dg.AutomationCondition.eager()
+#: The asset that reads the run roots, and its metadata recording the dataset digests.
+DISCOVERY_ASSET = "discovered_runs"
 #: Everything that depends on the run roots.
-REFRESH_SELECTION = dg.AssetSelection.assets("discovered_runs").downstream()
+REFRESH_SELECTION = dg.AssetSelection.assets(DISCOVERY_ASSET).downstream()
+#: A dataset's refresh: discovery and the dataset's own partition.
+DATASET_REFRESH = dg.AssetSelection.assets(DISCOVERY_ASSET, *PER_DATASET_ASSETS)
+#: The cross-dataset assets (combines, report, transfer), refreshed after the partitions.
+COMBINE_SELECTION = REFRESH_SELECTION - dg.AssetSelection.assets(*PER_DATASET_ASSETS)
+#: Discovery materialisations searched for the state a partition was built from.
+BASELINE_HISTORY = 200
 #: Seconds between ticks, unless ``DEEPECG_SENSOR_INTERVAL`` says otherwise.
 SENSOR_INTERVAL_SECONDS = 60
 #: Environment variable overriding the interval; read when the code location loads,
 #: because the interval is part of the sensor's definition.
 SENSOR_INTERVAL_ENV = "DEEPECG_SENSOR_INTERVAL"
+#: Run statuses of a run that is waiting in the queue or running.
+IN_FLIGHT_STATUSES = (
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+)
 
 
 def sensor_interval_seconds() -> int:
@@ -52,6 +103,106 @@ def sensor_interval_seconds() -> int:
     return int(text)
 
 
+def built_dataset_states(instance: dg.DagsterInstance) -> dict[str, str]:
+    """``{partition key: digest}``: the run state each dataset's partition was last built from.
+
+    A partition was built from the latest ``discovered_runs`` materialisation
+    before the partition's own (:data:`~deepecg_assets.partitions.LAST_PER_DATASET_ASSET`);
+    that materialisation's ``dataset_states`` metadata holds the digest. A
+    partition never built, or built before the last :data:`BASELINE_HISTORY`
+    discoveries, has no baseline (it is refreshed).
+    """
+    built = instance.get_latest_storage_id_by_partition(
+        dg.AssetKey(LAST_PER_DATASET_ASSET), dg.DagsterEventType.ASSET_MATERIALIZATION
+    )
+    if not built:
+        return {}
+    discoveries = instance.fetch_materializations(
+        dg.AssetKey(DISCOVERY_ASSET), limit=BASELINE_HISTORY, ascending=False
+    ).records
+    states: dict[str, str] = {}
+    for key, storage_id in built.items():
+        for record in discoveries:  # newest first
+            if record.storage_id < storage_id:
+                value = record.asset_materialization.metadata.get(DATASET_STATES_METADATA)
+                digest = (value.value if value is not None else {}).get(key)
+                if digest is not None:
+                    states[key] = digest
+                break
+    return states
+
+
+def refresh_requests(
+    current: Mapping[str, str],
+    built: Mapping[str, str],
+    registered: set[str],
+    *,
+    dataset_refresh: Sequence[dg.AssetKey],
+    combines: Sequence[dg.AssetKey],
+    others_in_flight: bool = False,
+) -> tuple[list[dg.RunRequest], list[str], list[str]]:
+    """The run requests of one tick, and the partition keys to add and to delete.
+
+    Args:
+        current: ``{partition key: digest}`` of the datasets on disk now.
+        built: what each partition was built from (:func:`built_dataset_states`).
+        registered: the dataset partitions the instance holds.
+        dataset_refresh: the assets of one dataset's refresh (:data:`DATASET_REFRESH`).
+        combines: the cross-dataset assets (:data:`COMBINE_SELECTION`).
+        others_in_flight: runs are queued or in progress. A run with the combines
+            would then run them next to another run's combines or partitions (two
+            combines, one reading a partition another run is rewriting), so the
+            changed dataset gets a partition-only run and the eager combines wait.
+    """
+    added = sorted(set(current) - registered)
+    gone = sorted(registered - set(current))
+    changed = sorted(key for key, digest in current.items() if built.get(key) != digest)
+    single = len(changed) == 1 and not others_in_flight
+    requests = [
+        dg.RunRequest(
+            run_key=f"{key}:{built.get(key, 'new')}->{current[key]}",
+            partition_key=key,
+            asset_selection=[*dataset_refresh, *combines] if single else [*dataset_refresh],
+            tags={"deepecg/dataset": key, "deepecg/dataset_state": current[key]},
+        )
+        for key in changed
+    ]
+    if gone and not changed:
+        requests.append(
+            dg.RunRequest(
+                run_key="removed:" + ",".join(f"{key}:{built.get(key, '')}" for key in gone),
+                asset_selection=[dg.AssetKey(DISCOVERY_ASSET), *combines],
+                tags={"deepecg/removed_datasets": ",".join(gone)[:200]},
+            )
+        )
+    return requests, added, gone
+
+
+def _pending_note(pending: Sequence[str]) -> str:
+    """The part of a tick's message about runs that cannot be read yet."""
+    if not pending:
+        return ""
+    return f"; {len(pending)} run(s) not readable yet, retried on a later tick"
+
+
+def _unchanged_result(summary: TreeSummary) -> dg.SensorResult:
+    """The tick's answer when the tree's digest is the cursor: nothing to launch."""
+    return dg.SensorResult(
+        skip_reason=dg.SkipReason(
+            f"no run directory added, changed or removed: {summary.readable} run(s), "
+            f"state {summary.digest}{_pending_note(summary.pending)}"
+        )
+    )
+
+
+def _save_index(context: dg.SensorEvaluationContext, index: TreeIndex, path: Path) -> None:
+    """Save the tree index; a failure only costs the next tick a full scan (logged)."""
+    try:
+        index.save(path)
+    except OSError as exc:
+        context.log.warning("cannot save the tree index %s (%s); ticks scan in full", path, exc)
+
+
 @dg.sensor(
     name="new_runs_sensor",
     target=REFRESH_SELECTION,
@@ -59,9 +210,10 @@ def sensor_interval_seconds() -> int:
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Watches the run roots ($DEEPECG_RUNS) every minute: the path, modification time and "
-        "size of every run's metrics file. When a run directory is added, changed or removed "
-        "it refreshes discovered_runs and everything downstream; a half-written run is "
-        "counted as pending and picked up once readable."
+        "size of every run's metrics file. When runs of a dataset are added, changed or "
+        "removed it refreshes that dataset's partition (new datasets get a partition, gone "
+        "ones lose theirs) and then the cross-dataset tables; a half-written run is counted "
+        "as pending and picked up once readable."
     ),
 )
 def new_runs_sensor(
@@ -73,39 +225,71 @@ def new_runs_sensor(
         roots = run_roots.checked_roots()
     except RunRootError as exc:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"cannot scan: {exc}"))
+    recursive = run_roots.is_recursive()
+    index_file = output_folder.tree_index_file()
+    index = TreeIndex.load(index_file)
+    quick = None if index is None else index.unchanged(roots, recursive=recursive)
+    if quick is not None and quick.digest == context.cursor:
+        if index is not None and index.refreshed:
+            _save_index(context, index, index_file)
+        return _unchanged_result(quick)
     cache = RunCache.load(output_folder.cache_file())
-    state = scan_tree_state(roots, recursive=run_roots.is_recursive(), cache=cache)
-    pending = (
-        f"; {len(state.pending)} run(s) not readable yet, retried on a later tick"
-        if state.pending
-        else ""
-    )
+    state, index = indexed_tree_state(roots, recursive=recursive, cache=cache)
+    _save_index(context, index, index_file)
+    pending = _pending_note(state.pending)
     if state.digest == context.cursor:
-        return dg.SensorResult(
-            skip_reason=dg.SkipReason(
-                f"no run directory added, changed or removed: {len(state.entries)} run(s), "
-                f"state {state.digest}{pending}"
-            )
-        )
+        return _unchanged_result(index.summary())
+    try:
+        by_dataset = cache.dataset_digests()
+        current = {key: by_dataset[dataset] for key, dataset in dataset_keys(by_dataset).items()}
+    except ValueError as exc:
+        return dg.SensorResult(skip_reason=dg.SkipReason(f"cannot refresh: {exc}"))
     if cache.misses or cache.damaged:
         # Parsed runs are remembered, so the requested discovery does not parse them again;
         # runs that no longer exist, and damaged lines, leave the cache.
         cache.prune_unvisited()
         cache.save(output_folder.cache_file())
+    registered = set(context.instance.get_dynamic_partitions(DATASET_PARTITIONS))
+    graph = context.repository_def.asset_graph
+    requests, added, gone = refresh_requests(
+        current,
+        built_dataset_states(context.instance),
+        registered,
+        dataset_refresh=sorted(DATASET_REFRESH.resolve(graph)),
+        combines=sorted(COMBINE_SELECTION.resolve(graph)),
+        others_in_flight=context.instance.get_runs_count(
+            dg.RunsFilter(statuses=list(IN_FLIGHT_STATUSES))
+        )
+        > 0,
+    )
+    if gone:
+        remove_stored_partitions(output_folder.frames_dir(), gone)
     context.log.info(
-        "run state %s -> %s (%d readable run(s)%s)",
+        "run state %s -> %s (%d readable run(s)%s): %d dataset(s) to refresh, %d new, %d gone",
         context.cursor,
         state.digest,
         len(state.entries),
         pending,
+        len(requests),
+        len(added),
+        len(gone),
     )
+    partition_requests = []
+    if added:
+        partition_requests.append(DATASETS.build_add_request(added))
+    if gone:
+        partition_requests.append(DATASETS.build_delete_request(gone))
+    if not requests:
+        return dg.SensorResult(
+            dynamic_partitions_requests=partition_requests,
+            skip_reason=dg.SkipReason(
+                f"every dataset is built from the current runs (state {state.digest}){pending}"
+            ),
+            cursor=state.digest,
+        )
     return dg.SensorResult(
-        run_requests=[
-            dg.RunRequest(
-                run_key=f"{context.cursor or 'start'}->{state.digest}",
-                tags={"deepecg/run_state": state.digest},
-            )
-        ],
+        run_requests=requests,
+        dynamic_partitions_requests=partition_requests,
         cursor=state.digest,
     )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 __all__ = [
@@ -75,6 +75,27 @@ def _populate() -> None:
         importlib.import_module(module)
 
 
+def _registrar(
+    table: dict[str, Any], noun: str, name: str, make_entry: Callable[[type], Any]
+) -> Callable[[T], T]:
+    """The class decorator that files ``make_entry(cls)`` under ``name`` in ``table``.
+
+    ``noun`` (``"model"`` or ``"dataset"``) names the registry in the
+    ``ValueError`` raised when ``name`` is already taken.
+    """
+
+    def decorate(cls: T) -> T:
+        if name in table:
+            raise ValueError(
+                f"{noun} name {name!r} is already registered to {table[name].cls.__name__}"
+            )
+        table[name] = make_entry(cls)
+        cls._registry_name = name  # type: ignore[attr-defined]
+        return cls
+
+    return decorate
+
+
 def register_model(
     name: str,
     *,
@@ -98,16 +119,12 @@ def register_model(
     if kind not in MODEL_KINDS:
         raise ValueError(f"model kind must be one of {MODEL_KINDS}, got {kind!r}")
 
-    def decorate(cls: T) -> T:
-        if name in _MODELS:
-            raise ValueError(
-                f"model name {name!r} is already registered to {_MODELS[name].cls.__name__}"
-            )
-        _MODELS[name] = _ModelEntry(cls, description, kind, dict(default_kwargs or {}))
-        cls._registry_name = name  # type: ignore[attr-defined]
-        return cls
-
-    return decorate
+    return _registrar(
+        _MODELS,
+        "model",
+        name,
+        lambda cls: _ModelEntry(cls, description, kind, dict(default_kwargs or {})),
+    )
 
 
 def register_dataset(
@@ -133,16 +150,12 @@ def register_dataset(
     if task not in _DATASET_TASKS:
         raise ValueError(f"dataset task must be one of {_DATASET_TASKS}, got {task!r}")
 
-    def decorate(cls: T) -> T:
-        if name in _DATASETS:
-            raise ValueError(
-                f"dataset name {name!r} is already registered to {_DATASETS[name].cls.__name__}"
-            )
-        _DATASETS[name] = _DatasetEntry(cls, int(input_channels), task, num_classes, description)
-        cls._registry_name = name  # type: ignore[attr-defined]
-        return cls
-
-    return decorate
+    return _registrar(
+        _DATASETS,
+        "dataset",
+        name,
+        lambda cls: _DatasetEntry(cls, int(input_channels), task, num_classes, description),
+    )
 
 
 def _canonical_dataset(name: str) -> str:
@@ -190,22 +203,23 @@ def get_dataset_names() -> list[str]:
 
 def get_model_info(name: str) -> dict[str, Any]:
     """``{"class", "description", "kind", "default_kwargs"}`` of a registered model."""
-    entry = _MODELS[_canonical_model(name)]
-    return {
-        "class": entry.cls,
-        "description": entry.description,
-        "kind": entry.kind,
-        "default_kwargs": dict(entry.default_kwargs),
-    }
+    return _info(_MODELS[_canonical_model(name)])
 
 
 def get_dataset_info(name: str) -> dict[str, Any]:
     """``{"class", "input_channels", "task", "num_classes", "description"}`` of a dataset."""
-    entry = _DATASETS[_canonical_dataset(name)]
-    return {
-        "class": entry.cls,
-        "input_channels": entry.input_channels,
-        "task": entry.task,
-        "num_classes": entry.num_classes,
-        "description": entry.description,
-    }
+    return _info(_DATASETS[_canonical_dataset(name)])
+
+
+def _info(entry: _ModelEntry | _DatasetEntry) -> dict[str, Any]:
+    """``entry``'s fields in declaration order, ``cls`` under the key ``"class"``.
+
+    Dict fields are copied, so a caller editing the answer leaves the registry as it was.
+    """
+    info: dict[str, Any] = {}
+    for item in fields(entry):
+        value = getattr(entry, item.name)
+        info["class" if item.name == "cls" else item.name] = (
+            dict(value) if isinstance(value, dict) else value
+        )
+    return info

@@ -29,6 +29,7 @@ Choices a reader could not reconstruct from the code:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -77,10 +78,10 @@ CHROMIUM_ARGS: tuple[str, ...] = (
     "--disable-component-update",
     "--disable-sync",
 )
-#: Browser window in CSS pixels: wide enough for the graph's five columns at
-#: a readable scale, and the size of ``docs/asset-graph.png``.
-VIEWPORT_WIDTH = 1600
-VIEWPORT_HEIGHT = 1000
+#: Browser window in CSS pixels: wide and tall enough for the expanded graph (five
+#: groups, the per-dataset assets among them) at the UI's largest zoom-to-fit scale.
+VIEWPORT_WIDTH = 2600
+VIEWPORT_HEIGHT = 3400
 #: Host the webserver binds: loopback only, nothing is exposed.
 LOCALHOST = "127.0.0.1"
 #: Path of the global asset lineage page in Dagster 1.13's UI.
@@ -161,16 +162,64 @@ def materialize_all(
 ) -> None:
     """Build assets once with ``dagster asset materialize``, checks included.
 
+    The per-dataset assets are partitioned by dataset and a CLI selection
+    cannot mix partitions definitions, so this runs what the build command
+    (``python -m deepecg_assets.build``) runs, as commands: ``discovered_runs``;
+    then, with the instance's dataset partitions made to match the datasets it
+    found, the per-dataset assets over the whole partition range in one run;
+    then the other assets.
+
     Args:
         environment: Environment of the command (see :func:`platform_environment`).
-        asset_names: Asset keys to build; ``None`` builds every asset
-            (``--select '*'``).
+        asset_names: Asset keys to build; ``None`` builds every asset.
 
     Raises:
-        WebserverError: The command failed or ran past ``MATERIALIZE_TIMEOUT_S``;
+        WebserverError: A command failed or ran past ``MATERIALIZE_TIMEOUT_S``;
             the message quotes the end of its output.
     """
-    selection = "*" if asset_names is None else ",".join(asset_names)
+    from deepecg_assets.definitions import defs
+    from deepecg_assets.partitions import PER_DATASET_ASSETS
+    from deepecg_assets.sensors import DISCOVERY_ASSET
+
+    every = [key.to_user_string() for key in defs.resolve_asset_graph().toposorted_asset_keys]
+    names = every if asset_names is None else list(asset_names)
+    per_dataset = [name for name in names if name in PER_DATASET_ASSETS]
+    rest = [name for name in names if name not in PER_DATASET_ASSETS and name != DISCOVERY_ASSET]
+    if DISCOVERY_ASSET in names:
+        _materialize_command(environment, [DISCOVERY_ASSET])
+    if per_dataset:
+        keys = _sync_dataset_partitions(environment)
+        if keys:
+            _materialize_command(environment, per_dataset, partition_range=(keys[0], keys[-1]))
+    if rest:
+        _materialize_command(environment, rest)
+
+
+def _sync_dataset_partitions(environment: Mapping[str, str]) -> list[str]:
+    """The instance's dataset partitions made those of the last discovery (as the build does)."""
+    import dagster as dg
+
+    from deepecg_assets.build import sync_dataset_partitions
+    from deepecg_assets.partitions import PARTITIONS_METADATA
+    from deepecg_assets.resources import OutputFolderResource
+    from deepecg_assets.sensors import DISCOVERY_ASSET
+
+    with dg.DagsterInstance.from_config(environment["DAGSTER_HOME"]) as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey(DISCOVERY_ASSET))
+        if event is None or event.asset_materialization is None:
+            raise WebserverError("discovered_runs was never materialised: no dataset partitions")
+        keys = list(event.asset_materialization.metadata[PARTITIONS_METADATA].value)
+        output = OutputFolderResource(path=environment["DEEPECG_OUTPUT"])
+        return sync_dataset_partitions(instance, keys, frames_dir=output.frames_dir())
+
+
+def _materialize_command(
+    environment: Mapping[str, str],
+    asset_names: Sequence[str],
+    *,
+    partition_range: tuple[str, str] | None = None,
+) -> None:
+    """One ``dagster asset materialize`` of ``asset_names`` (over ``partition_range``)."""
     command = [
         sys.executable,
         "-m",
@@ -180,8 +229,10 @@ def materialize_all(
         "-m",
         "deepecg_assets.definitions",
         "--select",
-        selection,
+        ",".join(asset_names),
     ]
+    if partition_range is not None:
+        command += ["--partition-range", "...".join(partition_range)]
     try:
         result = subprocess.run(
             command,
@@ -336,8 +387,9 @@ def _wait_until_answering(url: str, process: subprocess.Popen[bytes], log_path: 
 #: node as a block that starts with the asset's name; the predicate holds when
 #: every name in ``drawn`` is a line of its own (so drawn in full, not
 #: abbreviated) and the block of every name in ``materialized`` reads
-#: "Materialized".
-_GRAPH_DRAWN_SCRIPT = """([drawn, materialized]) => {
+#: "Materialized" or, for an asset partitioned by dataset (whose node shows a
+#: partition count instead of a status word), "<partitions> partitions".
+_GRAPH_DRAWN_SCRIPT = """([drawn, materialized, partitions]) => {
     const canvas = document.querySelector('[data-svg-viewport]');
     if (!canvas) { return false; }
     const names = new Set(drawn);
@@ -349,7 +401,7 @@ _GRAPH_DRAWN_SCRIPT = """([drawn, materialized]) => {
         if (names.has(line)) {
             current = line;
             present.add(line);
-        } else if (line === 'Materialized' && current !== null) {
+        } else if ((line === 'Materialized' || line === partitions) && current !== null) {
             done.add(current);
         }
     }
@@ -373,6 +425,7 @@ def capture_asset_graph(
     *,
     asset_names: Sequence[str] = ASSET_KEYS,
     materialized_names: Sequence[str] = ASSET_KEYS,
+    partitions: int = 0,
 ) -> GraphCapture:
     """Open the global asset graph in Chromium, expand it, and photograph it.
 
@@ -387,6 +440,8 @@ def capture_asset_graph(
             does not define are never drawn, so they fail the wait.
         materialized_names: Assets the caller materialised into the
             webserver's instance; they must be among ``asset_names``.
+        partitions: How many dataset partitions the instance holds (the
+            count a partitioned node shows).
 
     Returns:
         The final page address, the canvas text and a screenshot.
@@ -427,13 +482,16 @@ def capture_asset_graph(
             page.wait_for_url(re.compile(r"[?&]expanded="))
             try:
                 page.wait_for_function(
-                    _GRAPH_DRAWN_SCRIPT, arg=[list(asset_names), list(materialized_names)]
+                    _GRAPH_DRAWN_SCRIPT,
+                    arg=[list(asset_names), list(materialized_names), f"{partitions} partitions"],
                 )
             except PlaywrightError:
+                lines = {line.strip() for line in canvas.inner_text().splitlines()}
+                absent = [name for name in asset_names if name not in lines]
                 raise WebserverError(
                     f"the asset graph did not draw every asset as materialised within "
-                    f"{GRAPH_RENDER_TIMEOUT_S:.0f} s; the canvas showed:\n"
-                    f"{_tail(canvas.inner_text())}"
+                    f"{GRAPH_RENDER_TIMEOUT_S:.0f} s; not drawn in full: {absent}; "
+                    f"the canvas showed:\n{_tail(canvas.inner_text())}"
                 ) from None
             box = canvas.bounding_box()
             if box is not None:
@@ -442,3 +500,32 @@ def capture_asset_graph(
             return GraphCapture(url=page.url, graph_text=canvas.inner_text(), png=page.screenshot())
         finally:
             browser.close()
+
+
+#: GraphQL query of each asset's partition statistics (None for an unpartitioned asset).
+_PARTITION_STATS_QUERY = (
+    "{ assetNodes { assetKey { path } partitionStats { numMaterialized numPartitions } } }"
+)
+
+
+def partition_stats(base_url: str) -> dict[str, tuple[int, int]]:
+    """``{asset: (materialised partitions, partitions)}`` of each partitioned asset (UI API).
+
+    The graph canvas shows a partitioned node's partition count, not whether
+    its partitions are built; the webserver's GraphQL endpoint says that.
+    """
+    request = urllib.request.Request(
+        base_url + "/graphql",
+        data=json.dumps({"query": _PARTITION_STATS_QUERY}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=SERVER_START_TIMEOUT_S) as response:
+        nodes = json.loads(response.read())["data"]["assetNodes"]
+    return {
+        "/".join(node["assetKey"]["path"]): (
+            node["partitionStats"]["numMaterialized"],
+            node["partitionStats"]["numPartitions"],
+        )
+        for node in nodes
+        if node["partitionStats"] is not None
+    }

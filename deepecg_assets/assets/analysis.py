@@ -1,4 +1,9 @@
-"""Analysis assets: per-seed aggregates, rank distributions, Kendall tau, flips, claims."""
+"""Cross-dataset analysis assets: the flip grid and the rank claims.
+
+Both are combines of the per-dataset ``paired_differences``
+(:mod:`deepecg_assets.assets.datasets`): they never read a run, so one new
+run recomputes one dataset's differences and then these cheap combines.
+"""
 
 import json
 from typing import Any
@@ -6,20 +11,19 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from deepecg_assets.partitions import joined
 from deepecg_assets.resources import AnalysisSettings
 from deepecg_assets.sensors import EAGER
-from deepecgkit.analysis.aggregation import aggregate_runs
 from deepecgkit.analysis.constants import VERDICTS
 from deepecgkit.analysis.ranking import (
-    all_flip_tests,
-    evaluate_rank_claim,
-    rank_distribution as rank_distribution_frame,
-    tau_summary as tau_summary_frame,
+    PAIRED_DIFFERENCE_COLUMNS,
+    flip_tests_from_differences,
+    rank_claim_from_differences,
 )
 from deepecgkit.io import json_ready
 
 ANALYSIS_GROUP = "analysis"
-_KINDS = {"pandas", "csv"}
+_KINDS = {"pandas", "parquet"}
 
 #: Columns of the ``rank_claims`` frame (``components`` holds the flip rows as JSON).
 CLAIM_COLUMNS = [
@@ -48,62 +52,20 @@ def restricted(frame: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
 
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
-def aggregates(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
-    """Per dataset, model and metric: mean, SD and Student-t interval across seeds.
-
-    What the results tables print. Look at: n (seeds per cell) and the
-    interval widths; a cell of few seeds has a wide interval, not a wrong one.
-    """
-    analysis.checked()
-    return aggregate_runs(reconciled_runs, analysis.confidence_level)
-
-
-@dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
-def rank_distribution(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
-    """Per dataset and model: how often each rank was attained over the seeds.
-
-    Look at: mode_fraction and top1_fraction; a model that is "best" on only
-    half its seeds does not hold rank 1.
-    """
-    analysis.check_selection(reconciled_runs)
-    return rank_distribution_frame(restricted(reconciled_runs, analysis), analysis.metric)
-
-
-@dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
-def tau_summary(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
-    """Per dataset: Kendall tau-b between seed rankings (jackknife interval) and Kendall's W.
-
-    How stable the ranking is across seeds. Look at: tau_mean with its
-    interval and p_kendall_w; a low tau means the seeds disagree on the order.
-    """
-    analysis.check_selection(reconciled_runs)
-    return tau_summary_frame(
-        restricted(reconciled_runs, analysis),
-        analysis.metric,
-        confidence_level=analysis.confidence_level,
-    )
-
-
-@dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
-def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.Output:
+def flip_grid(paired_differences: dict[str, pd.DataFrame], analysis: AnalysisSettings) -> dg.Output:
     """Every cross-dataset flip test, with its directional p-value and FDR-adjusted q-value.
 
     One row per (model pair, dataset pair): does A beat B on one dataset and B
-    beat A on the other, beyond seed variance? Look at: the verdict counts in
-    the metadata, and the rows with survives_fdr (the reversals a paper may claim).
+    beat A on the other, beyond seed variance? Combined from every dataset's
+    paired differences. Look at: the verdict counts in the metadata, and the
+    rows with survives_fdr (the reversals a paper may claim).
     """
-    analysis.check_selection(reconciled_runs)
-    flips = all_flip_tests(
-        reconciled_runs,
-        metric=analysis.metric,
+    analysis.checked()
+    flips = flip_tests_from_differences(
+        joined(paired_differences, columns=PAIRED_DIFFERENCE_COLUMNS),
         confidence_level=analysis.confidence_level,
-        correction=analysis.correction,
-        models=analysis.models,
-        datasets=analysis.datasets,
-        min_test_groups=analysis.min_test_groups,
         fdr_family=analysis.fdr_family,
         fdr_method=analysis.fdr_method,
-        strict_correction=analysis.strict_correction,
     )
     counts = flips["verdict"].value_counts() if len(flips) else pd.Series(dtype=int)
     metadata: dict[str, Any] = {f"verdict_{v}": int(counts.get(v, 0)) for v in VERDICTS}
@@ -115,26 +77,36 @@ def flip_grid(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> dg.O
 
 
 @dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
-def rank_claims(reconciled_runs: pd.DataFrame, analysis: AnalysisSettings) -> pd.DataFrame:
+def rank_claims(
+    paired_differences: dict[str, pd.DataFrame],
+    aggregates: dict[str, pd.DataFrame],
+    analysis: AnalysisSettings,
+) -> pd.DataFrame:
     """Verdicts for the configured "best on one dataset, worst on another" claims.
 
-    Empty unless ``analysis.claims`` names some. Look at: verdict and
-    p_claim_directional of each claim.
+    Computed from the claimed datasets' paired differences (the models each
+    dataset holds come from its aggregates). Empty unless ``analysis.claims``
+    names some. Look at: verdict and p_claim_directional of each claim.
     """
-    analysis.check_selection(reconciled_runs)
+    analysis.checked()
+    differences = joined(paired_differences, columns=PAIRED_DIFFERENCE_COLUMNS)
+    dataset_models = {
+        str(frame["dataset"].iloc[0]): set(frame["model"].astype(str))
+        for frame in aggregates.values()
+        if len(frame)
+    }
     rows = []
     for claim in analysis.claims:
-        result = evaluate_rank_claim(
-            reconciled_runs,
+        result = rank_claim_from_differences(
+            differences,
             claim.model,
-            claim.dataset_best,
-            claim.dataset_worst,
+            dataset_best=claim.dataset_best,
+            dataset_worst=claim.dataset_worst,
             metric=analysis.metric,
             opponents=claim.opponents,
-            confidence_level=analysis.confidence_level,
             correction=analysis.correction,
-            min_test_groups=analysis.min_test_groups,
             strict_correction=analysis.strict_correction,
+            dataset_models=dataset_models,
         )
         result["components"] = json.dumps(json_ready(result["components"]))
         rows.append({column: result[column] for column in CLAIM_COLUMNS})

@@ -1,28 +1,32 @@
-"""Discovery assets: which runs exist, their long metrics frame, averaging reconciliation."""
+"""Discovery: which runs exist under the run roots, read once for every dataset.
 
-import warnings
+Discovery is the one asset that is not partitioned: finding runs means
+scanning the whole tree (a run's dataset is only known once its files are
+read), duplicates and failures are resolved per (dataset, model, seed) with
+the same rules everywhere, and the run cache makes a rescan cost one ``stat``
+per unchanged run. Every per-dataset asset (:mod:`deepecg_assets.assets.datasets`)
+reads its dataset's rows of this frame.
+"""
+
 from typing import Any
 
 import dagster as dg
-import pandas as pd
 
+from deepecg_assets.partitions import (
+    DATASET_STATES_METADATA,
+    PARTITIONS_METADATA,
+    dataset_keys,
+)
 from deepecg_assets.resources import (
     AnalysisSettings,
     OutputFolderResource,
     RunRootError,
     RunRootsResource,
 )
-from deepecg_assets.sensors import EAGER
 from deepecgkit._compat import moved_names
-from deepecgkit.analysis.aggregation import reconcile_averaging
 from deepecgkit.rundir.cache import RunCache
 from deepecgkit.rundir.read import discover_runs
-from deepecgkit.rundir.records import (
-    DIAGNOSTIC_KEYS,
-    frame_to_records,
-    records_to_frame,
-    runs_to_frame,
-)
+from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, records_to_frame
 
 DISCOVERY_GROUP = "discovery"
 
@@ -38,6 +42,7 @@ __getattr__ = moved_names(__name__, __moved__)
 #: Check attached to ``discovered_runs``: every run directory could be read, succeeded, and
 #: had nothing set aside.
 RUNS_HEALTH_CHECK = "no_unreadable_or_failed_runs"
+
 #: Entries listed per diagnostics key in check metadata.
 LISTED_ENTRIES = 20
 
@@ -69,7 +74,7 @@ def runs_health_check(diagnostics: dict[str, list[str]]) -> dg.AssetCheckResult:
 
 @dg.asset(
     group_name=DISCOVERY_GROUP,
-    kinds={"python", "csv"},
+    kinds={"python", "parquet"},
     check_specs=[
         dg.AssetCheckSpec(
             RUNS_HEALTH_CHECK,
@@ -113,8 +118,18 @@ def discovered_runs(
         )
     except ValueError as exc:
         raise dg.Failure(description=str(exc)) from None
+    states = cache.dataset_digests()
     pruned = cache.prune_unvisited()
     cache.save(output_folder.cache_file())
+    try:
+        keys = dataset_keys(record.dataset for record in records)
+    except ValueError as exc:
+        raise dg.Failure(description=str(exc)) from None
+    analysis.check_names(
+        metrics={name for record in records for name in record.metrics},
+        models={record.model for record in records},
+        datasets=set(keys.values()),
+    )
     context.log.info(
         "discovered %d usable run(s); %d parsed, %d reused from the cache",
         len(records),
@@ -128,59 +143,14 @@ def discovered_runs(
         "cache_entries_pruned": pruned,
         "cache_lines_damaged": cache.damaged,
         "models": len({r.model for r in records}),
-        "datasets": len({r.dataset for r in records}),
+        "datasets": len(keys),
+        PARTITIONS_METADATA: dg.MetadataValue.json(keys),
+        DATASET_STATES_METADATA: dg.MetadataValue.json(
+            {key: states[dataset] for key, dataset in keys.items() if dataset in states}
+        ),
     }
     for key in DIAGNOSTIC_KEYS:
         metadata[f"{key}_count"] = len(diagnostics[key])
     metadata["diagnostics"] = dg.MetadataValue.json(diagnostics)
     yield dg.Output(records_to_frame(records), metadata=metadata)
     yield runs_health_check(diagnostics)
-
-
-@dg.asset(group_name=DISCOVERY_GROUP, automation_condition=EAGER, kinds={"pandas", "csv"})
-def run_metrics(discovered_runs: pd.DataFrame) -> pd.DataFrame:
-    """The long frame every statistic reads: one row per run and metric.
-
-    Look at: the row count (runs x metrics) and the preview, to see which
-    metrics the runs report before choosing ``analysis.metric``.
-    """
-    return runs_to_frame(frame_to_records(discovered_runs))
-
-
-@dg.multi_asset(
-    outs={
-        "reconciled_runs": dg.AssetOut(
-            description=(
-                "The long frame after dropping minority averaging modes: what every "
-                "aggregate, rank and flip test is computed from. Look at: runs (how many "
-                "went into the statistics)."
-            ),
-            automation_condition=EAGER,
-            kinds={"pandas", "csv"},
-        ),
-        "averaging_conflicts": dg.AssetOut(
-            description=(
-                "What reconciliation dropped: one row per (dataset, model) cell whose runs "
-                "mixed averaging modes (macro vs weighted ...), with the kept mode and the "
-                "runs dropped. Look at: dropped_runs; empty is the healthy state."
-            ),
-            automation_condition=EAGER,
-            kinds={"pandas", "csv"},
-        ),
-    },
-    group_name=DISCOVERY_GROUP,
-)
-def reconcile(
-    context: dg.AssetExecutionContext, run_metrics: pd.DataFrame
-) -> tuple[dg.Output[pd.DataFrame], dg.Output[pd.DataFrame]]:
-    """Drop runs whose averaging mode is a minority within their (dataset, model) cell."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        kept, conflicts = reconcile_averaging(run_metrics)
-    for warning in caught:
-        context.log.warning(str(warning.message))
-    dropped = int(conflicts["dropped_runs"].sum()) if len(conflicts) else 0
-    return (
-        dg.Output(kept, metadata={"runs": int(kept["run_dir"].nunique()) if len(kept) else 0}),
-        dg.Output(conflicts, metadata={"conflicts": len(conflicts), "dropped_runs": dropped}),
-    )

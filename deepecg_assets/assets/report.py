@@ -1,4 +1,10 @@
-"""The statistical report asset: group-bootstrap comparisons from stored predictions."""
+"""The statistical report asset: group-bootstrap comparisons from stored predictions.
+
+The report is given the run directories of ``discovered_runs`` (the roots are
+not searched again) and writes into the same folder on every refresh, so the
+rows and figures of unchanged runs and pairs are reused
+(:mod:`deepecgkit.statistical_report.reuse`); the metadata says how many.
+"""
 
 from pathlib import Path
 
@@ -7,14 +13,9 @@ import pandas as pd
 from pydantic import Field
 
 from deepecg_assets.assets.analysis import restricted
-from deepecg_assets.io_managers import markdown_preview
 from deepecg_assets.metadata_images import figure_metadata
-from deepecg_assets.resources import (
-    AnalysisSettings,
-    OutputFolderResource,
-    RunRootError,
-    RunRootsResource,
-)
+from deepecg_assets.parquet_frames import markdown_preview
+from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecg_assets.sensors import EAGER
 from deepecgkit.analysis.compare.errors import ComparisonError
 from deepecgkit.analysis.constants import DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_RESAMPLES, REPORT_BINS
@@ -69,7 +70,6 @@ class ReportConfig(dg.Config):
 def statistical_report(
     config: ReportConfig,
     discovered_runs: pd.DataFrame,
-    run_roots: RunRootsResource,
     output_folder: OutputFolderResource,
     analysis: AnalysisSettings,
 ) -> dg.MaterializeResult:
@@ -78,20 +78,19 @@ def statistical_report(
     Reports exactly the runs of ``discovered_runs`` (its roots, depth,
     duplicate, legacy and failed-run settings) restricted to the ``analysis``
     models and datasets, written to ``<output>/report`` (CSV tables,
-    ``figures/``, ``manifest.json``). Look at: included_runs and
-    exclusion_reasons (runs the report could not use, and why), and
-    run_summary (per-run intervals, ECE among them).
+    ``figures/``, ``manifest.json``). Runs are named by their path relative
+    to the common folder of the reported run directories. Look at:
+    included_runs and exclusion_reasons (runs the report could not use, and
+    why), run_summary (per-run intervals, ECE among them), and
+    reused_runs / computed_runs, reused_pairs / computed_pairs (how much of
+    the report was recomputed).
     """
     analysis.checked()
-    try:
-        roots = run_roots.checked_roots()
-    except RunRootError as exc:
-        raise dg.Failure(description=str(exc)) from None
     runs = restricted(discovered_runs, analysis)
     out_dir = output_folder.root() / REPORT_FOLDER
     try:
         result = build_report(
-            roots,
+            None,
             out_dir,
             run_dirs=list(runs["run_dir"]) if len(runs) else [],
             bins=config.bins,
@@ -119,6 +118,10 @@ def statistical_report(
             ),
             "exclusions": dg.MetadataValue.md(markdown_preview(exclusions)),
             "paired_comparison_rows": len(result.paired_comparisons),
+            "reused_runs": result.reused_runs,
+            "computed_runs": result.computed_runs,
+            "reused_pairs": result.reused_pairs,
+            "computed_pairs": result.computed_pairs,
             "figures": len(result.figures),
             "run_summary": dg.MetadataValue.md(markdown_preview(result.run_summary)),
             **_shown_figure(result.manifest, out_dir, plots=config.plots),

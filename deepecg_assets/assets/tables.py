@@ -11,6 +11,7 @@ import dagster as dg
 import pandas as pd
 
 from deepecg_assets.metadata_images import picture_name, table_picture_metadata
+from deepecg_assets.partitions import DATASETS, SINGLE_RUN, dataset_keys, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecg_assets.sensors import EAGER
 from deepecgkit.analysis.latex import (
@@ -22,7 +23,6 @@ from deepecgkit.analysis.latex import (
     flip_survival_table,
     rank_distribution_table,
     results_table,
-    results_table_stems,
     table_index_text,
     tau_table as kendall_tau_table,
     write_tables,
@@ -71,39 +71,73 @@ def table_paths(output_folder: OutputFolderResource, stems: list[str]) -> list[P
     return [output_folder.tables_dir() / f"{stem}.tex" for stem in stems]
 
 
-@dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
+def results_table_stem(key: str) -> str:
+    """Stem of a dataset's results table: the prefix and its partition key (file-safe, unique)."""
+    return f"{RESULTS_PREFIX}{key}"
+
+
+@dg.asset(
+    group_name=TABLES_GROUP,
+    kinds=_KINDS,
+    partitions_def=DATASETS,
+    backfill_policy=SINGLE_RUN,
+)
 def results_tables(
-    aggregates: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
+    context: dg.AssetExecutionContext,
+    aggregates: dict[str, pd.DataFrame],
+    analysis: AnalysisSettings,
+    output_folder: OutputFolderResource,
 ) -> dg.MaterializeResult:
     """One booktabs results table per dataset: means and Student-t intervals over seeds.
 
-    Files ``results_<dataset>.tex`` under ``<output>/tables``. Look at: the
-    preview, and the check ``results_tables_compile`` (green: ready for a paper).
+    File ``results_<partition key>.tex`` under ``<output>/tables`` (the
+    partition key is the dataset's name unless the name is not file-safe;
+    ``results_tables.json`` records which dataset each file holds). Look at:
+    the preview, and the check ``results_tables_compile`` (green: ready for a paper).
     """
-    datasets = sorted(aggregates["dataset"].astype(str).unique()) if len(aggregates) else []
-    stems = results_table_stems(datasets)
-    tables = {
-        stems[dataset]: results_table(
-            aggregates, dataset, confidence_level=analysis.confidence_level
-        )
-        for dataset in datasets
-    }
+    tables, titles = {}, {}
+    for key, frame in aggregates.items():
+        if frame.empty:
+            continue
+        dataset = str(frame["dataset"].iloc[0])
+        stem = results_table_stem(key)
+        tables[stem] = results_table(frame, dataset, confidence_level=analysis.confidence_level)
+        titles[stem] = RESULTS_TABLE_TITLE.format(dataset=dataset)
+    paths = write_tables(tables, output_folder.tables_dir())
+    return _written(paths, tables, titles)
+
+
+@dg.asset(
+    group_name=TABLES_GROUP, automation_condition=EAGER, kinds={"json"}, deps=[results_tables]
+)
+def results_index(
+    discovered_runs: pd.DataFrame, output_folder: OutputFolderResource
+) -> dg.MaterializeResult:
+    """``results_tables.json``: which dataset each results table holds; stale tables removed.
+
+    Written once after the per-dataset tables, from the datasets discovery
+    found: the table (and picture) of a dataset that is gone is removed, so it
+    cannot end up in a paper. Look at: removed_stale.
+    """
+    datasets = set(discovered_runs["dataset"].astype(str)) if len(discovered_runs) else set()
+    keys = dataset_keys(datasets)
     directory = output_folder.tables_dir()
-    paths = write_tables(tables, directory)
-    index = {f"{stems[dataset]}.tex": dataset for dataset in datasets}
-    atomic_write_text(directory / RESULTS_INDEX, table_index_text(index))
+    index = {f"{results_table_stem(key)}.tex": dataset for key, dataset in keys.items()}
+    present = {name: dataset for name, dataset in index.items() if (directory / name).is_file()}
+    path = atomic_write_text(directory / RESULTS_INDEX, table_index_text(present))
     stale = remove_stale(directory, pattern=f"{RESULTS_PREFIX}*.tex", current=set(index))
     stale += remove_stale(
         directory,
         pattern=picture_name(f"{RESULTS_PREFIX}*"),
-        current={picture_name(s) for s in tables},
+        current={picture_name(Path(name).stem) for name in index},
     )
-    extra = {
-        "index": dg.MetadataValue.path(str(directory / RESULTS_INDEX)),
-        "removed_stale": dg.MetadataValue.json(sorted(stale)),
-    }
-    titles = {stems[dataset]: RESULTS_TABLE_TITLE.format(dataset=dataset) for dataset in datasets}
-    return _written(paths, tables, titles, extra)
+    return dg.MaterializeResult(
+        metadata={
+            "index": dg.MetadataValue.path(str(path)),
+            "tables": len(present),
+            "removed_stale": dg.MetadataValue.json(sorted(stale)),
+        }
+    )
 
 
 def remove_stale(directory: Path, *, pattern: str, current: set[str]) -> list[str]:
@@ -122,8 +156,8 @@ def remove_stale(directory: Path, *, pattern: str, current: set[str]) -> list[st
 
 @dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def rank_table(
-    rank_distribution: pd.DataFrame,
-    tau_summary: pd.DataFrame,
+    rank_distribution: dict[str, pd.DataFrame],
+    tau_summary: dict[str, pd.DataFrame],
     analysis: AnalysisSettings,
     output_folder: OutputFolderResource,
 ) -> dg.MaterializeResult:
@@ -134,8 +168,8 @@ def rank_table(
     analysis.checked()
     tables = {
         RANK_TABLE_STEM: rank_distribution_table(
-            rank_distribution,
-            tau_summary,
+            joined(rank_distribution),
+            joined(tau_summary),
             metric=analysis.metric,
             confidence_level=analysis.confidence_level,
         )
@@ -146,14 +180,18 @@ def rank_table(
 
 @dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
 def tau_table(
-    tau_summary: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
+    tau_summary: dict[str, pd.DataFrame],
+    analysis: AnalysisSettings,
+    output_folder: OutputFolderResource,
 ) -> dg.MaterializeResult:
     """``kendall_tau.tex``: the supplementary table of ranking stability across seeds.
 
     Look at: the preview and its compile check.
     """
     tables = {
-        TAU_TABLE_STEM: kendall_tau_table(tau_summary, confidence_level=analysis.confidence_level)
+        TAU_TABLE_STEM: kendall_tau_table(
+            joined(tau_summary), confidence_level=analysis.confidence_level
+        )
     }
     titles = {TAU_TABLE_STEM: TAU_TABLE_TITLE}
     return _written(write_tables(tables, output_folder.tables_dir()), tables, titles)

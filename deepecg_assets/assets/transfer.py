@@ -3,6 +3,11 @@
 The probing code imports torch, so it is imported inside the asset bodies:
 loading the code location stays fast, and a location without checkpoints
 never pays for torch at all.
+
+A refresh reuses every cell whose checkpoint bytes, target data and probe
+settings are unchanged (:mod:`deepecgkit.evaluation.transfer_cache`); the
+cells live in ``cache/transfer_cells.json`` under the output folder, and the
+materialisation reports ``reused_cells`` and ``computed_cells``.
 """
 
 from pathlib import Path
@@ -29,11 +34,13 @@ from deepecgkit.evaluation.constants import (
     PROBE_METRICS,
     RANDOM_INIT,
 )
-from deepecgkit.io import atomic_write_text
+from deepecgkit.io import atomic_write_text, remove_file
 from deepecgkit.rundir.read import find_encoder_checkpoints
 from deepecgkit.rundir.records import frame_to_records
 
 TRANSFER_GROUP = "transfer"
+#: The transfer cell cache, in the output folder's ``cache/`` folder.
+TRANSFER_CELL_CACHE = "transfer_cells.json"
 #: Columns of the ``transfer_matrix`` frame.
 TRANSFER_COLUMNS = [
     "model_name",
@@ -89,13 +96,18 @@ def _transfer_rows(matrix) -> list[dict]:
 
 @dg.asset(group_name=TRANSFER_GROUP, automation_condition=EAGER, kinds={"pytorch", "csv"})
 def transfer_matrix(
-    context: dg.AssetExecutionContext, config: TransferConfig, discovered_runs: pd.DataFrame
+    context: dg.AssetExecutionContext,
+    config: TransferConfig,
+    discovered_runs: pd.DataFrame,
+    output_folder: OutputFolderResource,
 ) -> dg.Output[pd.DataFrame]:
     """Probe score per (encoder source, probe target) for every architecture with checkpoints.
 
     A linear probe on frozen encoders: how well features learned on one
-    dataset serve another (the random-init row is the floor). Look at:
-    failed_cells (cells without a score) and skipped.
+    dataset serve another (the random-init row is the floor). Cells whose
+    checkpoint, target data and settings are unchanged since the last build
+    are reused. Look at: failed_cells (cells without a score), skipped, and
+    reused_cells / computed_cells.
     """
     if config.metric not in PROBE_METRICS:
         raise dg.Failure(
@@ -108,17 +120,24 @@ def transfer_matrix(
         checkpoints = {a: c for a, c in checkpoints.items() if a in config.architectures}
     if not checkpoints:
         context.log.info("transfer matrix skipped: %s", NO_CHECKPOINTS)
+        # Cells of checkpoints that are gone: a clean build would have none.
+        remove_file(transfer_cache_path(output_folder))
         return dg.Output(
             pd.DataFrame(columns=TRANSFER_COLUMNS),
             metadata={
                 "skipped": NO_CHECKPOINTS,
+                "reused_cells": 0,
+                "computed_cells": 0,
                 "missing_checkpoints": dg.MetadataValue.json(missing),
             },
         )
 
     from deepecgkit.evaluation.transfer import cross_dataset_transfer, protocol_data_module
+    from deepecgkit.evaluation.transfer_cache import TransferCellCache
     from deepecgkit.registry import get_dataset_names
 
+    cache_path = transfer_cache_path(output_folder)
+    cache = TransferCellCache.load(cache_path)
     registered = set(get_dataset_names())
     # One probe data module per target, shared by every architecture: building
     # a target's dataset and splits is the same work for each of them.
@@ -143,6 +162,7 @@ def transfer_matrix(
                 seed=config.seed,
                 device=config.device,
                 skip_unreadable_checkpoints=True,
+                cell_cache=cache,
             )
         except ValueError as exc:  # e.g. an architecture the registry does not know
             skipped[architecture] = str(exc)
@@ -151,12 +171,17 @@ def transfer_matrix(
         rows += _transfer_rows(matrix)
         context.log.info("probed %s: %d x %d cells", architecture, *matrix.values.shape)
     frame = pd.DataFrame(rows, columns=TRANSFER_COLUMNS)
+    cache.save(cache_path)
+    context.log.info("transfer cells: %d reused, %d computed", cache.reused, cache.computed)
     failed = failed_cells(frame)
     return dg.Output(
         frame,
         metadata={
             "architectures": ", ".join(sorted(frame["model_name"].unique())),
             "cells": len(frame),
+            "reused_cells": cache.reused,
+            "computed_cells": cache.computed,
+            "cell_cache": dg.MetadataValue.path(str(cache_path)),
             "failed_cells": len(failed),
             "failed_cell_notes": dg.MetadataValue.json(failed[:LISTED_CELLS]),
             "checkpoints": dg.MetadataValue.json(
@@ -166,6 +191,11 @@ def transfer_matrix(
             "skipped": dg.MetadataValue.json(skipped),
         },
     )
+
+
+def transfer_cache_path(output_folder: OutputFolderResource) -> Path:
+    """Where the transfer cell cache of ``output_folder`` lives."""
+    return output_folder.root() / "cache" / TRANSFER_CELL_CACHE
 
 
 def failed_cells(cells: pd.DataFrame) -> list[dict[str, str]]:

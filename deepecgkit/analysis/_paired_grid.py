@@ -15,14 +15,18 @@ instead. It follows the same definitions step for step:
    differences, wins, the Nadeau-Bengio factor from the contributing runs'
    mean sizes (and the correction actually applied), the Student-t interval
    and p-value, the scale-aware bimodality flag.
-3. Every flip row picks its two components by index and is classified with
-   ``np.select`` in the fixed decision order of docs/statistics.md (flip table,
-   ``verdict``); its
-   directional ``p_reversal`` comes from the two components' p-values and
-   means.
+3. The combine (:func:`flip_columns`) reads only those components, never a
+   run, so per-dataset frames computed separately and concatenated in any
+   order give the same grid. Dataset and model names become integer codes
+   into their sorted distinct values; every flip row picks its two
+   components by index, is classified with ``np.select`` in the fixed
+   decision order of docs/statistics.md (flip table, ``verdict``) and gets
+   its directional ``p_reversal`` from the two components' p-values and
+   means. The rows are put in the grid's order on those codes (a stable sort
+   of each dataset pair's ``p_reversal``), and each text column is built
+   once per distinct value and gathered by code.
 
-Only the human-readable reason strings that carry numbers are formatted per
-row, and only for the rows that need them.
+Reason strings that carry numbers are formatted once per distinct number.
 """
 
 from __future__ import annotations
@@ -71,6 +75,8 @@ _REASON_ZERO_VARIANCE = (
 )
 #: Appended to the correction note of a component that ``strict_correction`` makes untestable.
 _REASON_STRICT_CORRECTION = "strict_correction makes the comparison untestable"
+#: Verdicts of flip rows that are not tested (NaN p-values, outside every FDR family).
+UNTESTED_VERDICTS = (VERDICT_UNTESTABLE, VERDICT_BIMODAL)
 
 
 def too_few_groups_reason(n_test_groups: float) -> str:
@@ -277,16 +283,18 @@ def _components(
         reason[i] = strict_correction_reason(notes[i])
     for i in np.flatnonzero(~enough_groups):
         reason[i] = too_few_groups_reason(n_test_groups[i])
+    reversed_reason = reason.copy()
     for i in np.flatnonzero(testable & defined & (bimodal_a | bimodal_b)):
-        shared_seeds = shared[i]
-        for model, values, flag in (
-            (ca[i], a_values[i], bimodal_a[i]),
-            (cb[i], b_values[i], bimodal_b[i]),
-        ):
-            if flag:
-                _, text = is_bimodal(values[shared_seeds], min_gap=floor)
-                reason[i] = f"{cells.models[model]}: {text}"
-                break
+        texts = [
+            f"{cells.models[model]}: {is_bimodal(values[shared[i]], min_gap=floor)[1]}"
+            for model, values, flag in (
+                (ca[i], a_values[i], bimodal_a[i]),
+                (cb[i], b_values[i], bimodal_b[i]),
+            )
+            if flag
+        ]
+        # The reason names the first flagged model of the pair as it is read.
+        reason[i], reversed_reason[i] = texts[0], texts[-1]
     components = {
         "mean": mean,
         "lower_ci": lower,
@@ -294,10 +302,12 @@ def _components(
         "p_value": p_value,
         "n": n,
         "wins": wins,
+        "losses": (shared & (differences < 0)).sum(axis=1),
         "excludes_zero": (lower > 0) | (upper < 0),
         "testable": testable,
         "bimodal": bimodal_a | bimodal_b,
         "reason": reason,
+        "reason_reversed": reversed_reason,
         "averaging": _component_averaging(cells, cd, ca, cb, shared),
         "correction_applied": applied,
         "correction_note": notes,
@@ -305,60 +315,70 @@ def _components(
     return components, ca, cb
 
 
+#: Where a flip row's reason comes from, beside a fixed text (see :func:`_classify`).
+_FROM_FIRST, _FROM_SECOND, _FEW_SEEDS, _FEW_FOR_CLAIM = range(4)
+
+
+def few_seeds_reason(n_seeds: int, min_seeds: int) -> str:
+    """Reason of a flip row whose two components share fewer than ``min_seeds`` seeds."""
+    return f"only {n_seeds} shared seed(s); at least {min_seeds} needed"
+
+
+def few_for_claim_reason(n_seeds: int) -> str:
+    """Reason of a suggestive flip row: supported but for its seed count."""
+    return f"{_REASON_SUPPORTED}, but only {n_seeds} shared seed(s)"
+
+
 def _classify(
     first: dict[str, np.ndarray],
     second: dict[str, np.ndarray],
-    names_1: np.ndarray,
-    names_2: np.ndarray,
     min_seeds: int,
     min_seeds_for_claim: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Verdicts, reasons and ``n_seeds`` of every flip row, in the fixed decision order."""
+) -> tuple[np.ndarray, list[str], list[str | int], np.ndarray]:
+    """Rule of every flip row in the fixed decision order of docs/statistics.md (flip table).
+
+    Returns ``(rule, verdicts, reasons, n_seeds)``: each row's rule index
+    (``len(verdicts) - 1`` is the fall-through ``not-reproduced``), the verdict
+    and reason of each rule (a reason is a text or one of ``_FROM_FIRST``,
+    ``_FROM_SECOND`` (the component's own reason), ``_FEW_SEEDS`` and
+    ``_FEW_FOR_CLAIM`` (formatted from the row's seed count)), and the
+    shared seed count of each row.
+    """
     n_seeds = np.minimum(first["n"], second["n"])
     undefined_1 = np.isnan(first["lower_ci"]) | np.isnan(first["upper_ci"])
     undefined_2 = np.isnan(second["lower_ci"]) | np.isnan(second["upper_ci"])
     opposite = first["mean"] * second["mean"] < 0
     both_exclude = first["excludes_zero"] & second["excludes_zero"]
-    reason_1 = names_1 + ": " + first["reason"]
-    reason_2 = names_2 + ": " + second["reason"]
-    rules = [
-        (~first["testable"], VERDICT_UNTESTABLE, reason_1),
-        (~second["testable"], VERDICT_UNTESTABLE, reason_2),
-        (n_seeds < min_seeds, VERDICT_UNTESTABLE, None),
-        (undefined_1, VERDICT_UNTESTABLE, reason_1),
-        (undefined_2, VERDICT_UNTESTABLE, reason_2),
-        (first["bimodal"], VERDICT_BIMODAL, reason_1),
-        (second["bimodal"], VERDICT_BIMODAL, reason_2),
+    rules: list[tuple[np.ndarray, str, str | int]] = [
+        (~first["testable"], VERDICT_UNTESTABLE, _FROM_FIRST),
+        (~second["testable"], VERDICT_UNTESTABLE, _FROM_SECOND),
+        (n_seeds < min_seeds, VERDICT_UNTESTABLE, _FEW_SEEDS),
+        (undefined_1, VERDICT_UNTESTABLE, _FROM_FIRST),
+        (undefined_2, VERDICT_UNTESTABLE, _FROM_SECOND),
+        (first["bimodal"], VERDICT_BIMODAL, _FROM_FIRST),
+        (second["bimodal"], VERDICT_BIMODAL, _FROM_SECOND),
         (
             opposite & both_exclude & (n_seeds >= min_seeds_for_claim),
             VERDICT_SUPPORTED,
             _REASON_SUPPORTED,
         ),
-        (opposite & both_exclude, VERDICT_SUGGESTIVE, None),
+        (opposite & both_exclude, VERDICT_SUGGESTIVE, _FEW_FOR_CLAIM),
         (opposite, VERDICT_UNRESOLVED, _REASON_UNRESOLVED),
         (both_exclude, VERDICT_CONTRADICTED, _REASON_CONTRADICTED),
     ]
     rule = np.select([condition for condition, _, _ in rules], np.arange(len(rules)), len(rules))
-    verdicts = np.array([v for _, v, _ in rules] + [VERDICT_NOT_REPRODUCED], dtype=object)[rule]
-    reasons = np.full(len(rule), _REASON_NOT_REPRODUCED, dtype=object)
-    for position, (_, verdict, text) in enumerate(rules):
-        chosen = rule == position
-        if not chosen.any():
-            continue
-        if verdict == VERDICT_SUGGESTIVE:
-            reasons[chosen] = [
-                f"{_REASON_SUPPORTED}, but only {k} shared seed(s)" for k in n_seeds[chosen]
-            ]
-        elif text is None:
-            reasons[chosen] = [
-                f"only {k} shared seed(s); at least {min_seeds} needed" for k in n_seeds[chosen]
-            ]
-        else:
-            reasons[chosen] = text[chosen] if isinstance(text, np.ndarray) else text
-    return verdicts, reasons, n_seeds
+    verdicts = [verdict for _, verdict, _ in rules] + [VERDICT_NOT_REPRODUCED]
+    reasons = [reason for _, _, reason in rules] + [_REASON_NOT_REPRODUCED]
+    return rule, verdicts, reasons, n_seeds
 
 
 #: Columns of a paired-differences frame: one row per (dataset, model pair a < b).
+#: ``mean``, the bounds, ``wins`` (seeds with ``A - B > 0``) and ``reason`` read the
+#: pair as ``A - B``; ``losses`` (seeds with ``A - B < 0``) and ``reason_reversed``
+#: (the reason as ``B - A`` gives it: it differs only when both models' values are
+#: bimodal, and the first named is the one read first) are what reading it as
+#: ``B - A`` needs, as a rank claim of model B does. The other columns do not
+#: depend on the order.
 COMPONENT_COLUMNS = (
     "dataset",
     "model_a",
@@ -370,15 +390,16 @@ COMPONENT_COLUMNS = (
     "p_value",
     "n",
     "wins",
+    "losses",
     "excludes_zero",
     "testable",
     "bimodal",
     "reason",
+    "reason_reversed",
     "averaging",
     "correction_applied",
     "correction_note",
 )
-_COMPONENT_VALUES = COMPONENT_COLUMNS[4:]
 
 
 #: The dtype of each non-text component column (the others hold text).
@@ -389,6 +410,7 @@ _COMPONENT_DTYPES = {
     "p_value": np.float64,
     "n": np.int64,
     "wins": np.int64,
+    "losses": np.int64,
     "excludes_zero": np.bool_,
     "testable": np.bool_,
     "bimodal": np.bool_,
@@ -472,17 +494,141 @@ def grid_components(selected: pd.DataFrame, **options: Any) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def flips_from_components(
+def _factorized(*columns: pd.Series) -> tuple[list[np.ndarray], np.ndarray]:
+    """Codes of each column into the sorted distinct values of them all.
+
+    Missing values are a value of their own. Each column is factorised in
+    its own storage (fast for Arrow strings) and only the distinct values are
+    merged.
+    """
+    parts = [pd.factorize(column, sort=True, use_na_sentinel=False) for column in columns]
+    if len(parts) == 1:
+        codes, uniques = parts[0]
+        return [codes.astype(np.int64, copy=False)], np.asarray(uniques, dtype=object)
+    merged = pd.Index(np.concatenate([np.asarray(u, dtype=object) for _, u in parts])).unique()
+    uniques = np.asarray(merged.sort_values(), dtype=object)
+    index = pd.Index(uniques)
+    return [
+        index.get_indexer(np.asarray(u, dtype=object))[codes].astype(np.int64, copy=False)
+        for codes, u in parts
+    ], uniques
+
+
+def _decoded(uniques: np.ndarray | list, codes: np.ndarray) -> Any:
+    """The column ``uniques[codes]``, typed as the frame constructor types ``uniques``.
+
+    The values are converted once (``len(uniques)``, not once per row) and
+    gathered with the array's own ``take``: a flip grid holds few distinct
+    texts in hundreds of thousands of rows.
+    """
+    return pd.Series(np.asarray(uniques, dtype=object)).array.take(codes)
+
+
+class _Texts:
+    """One table of distinct texts that rows address by integer code."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def add(self, values: list[Any]) -> np.ndarray:
+        """Append ``values``; returns their codes."""
+        start = len(self.values)
+        self.values.extend(values)
+        return np.arange(start, len(self.values), dtype=np.int64)
+
+    def formatted(self, counts: np.ndarray, text: Any) -> np.ndarray:
+        """Codes of ``text(k)`` for every count ``k``, each distinct count formatted once."""
+        distinct, inverse = np.unique(counts, return_inverse=True)
+        return self.add([text(int(k)) for k in distinct])[inverse]
+
+
+def _pair_count(n: int) -> int:
+    """Number of unordered pairs of ``n`` items."""
+    return n * (n - 1) // 2
+
+
+def _flip_rows(
+    dataset_codes: np.ndarray,
+    a_codes: np.ndarray,
+    b_codes: np.ndarray,
+    n_datasets: int,
+    n_models: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The (dataset pair, model pair) of every flip row and its two components' positions.
+
+    A model is on a dataset when a component of that dataset names it; every
+    pair (a < b) of models on both datasets of a pair (d1 < d2) is a flip row.
+    Returns ``(block, pair, first, second)``: the dataset pair's index in
+    ``np.triu_indices(n_datasets, 1)`` order, the model pair's index in
+    ``np.triu_indices(n_models, 1)`` order, and the positions of the d1 and d2
+    components. Rows come ordered by (d1, d2, a, b).
+    """
+    if (a_codes >= b_codes).any():
+        raise ValueError("paired differences must name model_a before model_b (a < b by name)")
+    n_pairs = _pair_count(n_models)
+    pair = a_codes * n_models - a_codes * (a_codes + 1) // 2 + (b_codes - a_codes - 1)
+    flat = dataset_codes * n_pairs + pair
+    if np.unique(flat).size != flat.size:
+        raise ValueError(
+            "paired differences hold a (dataset, model pair) twice: concatenate each "
+            "dataset's frame once"
+        )
+    component = np.full(n_datasets * n_pairs, -1, dtype=np.int64)
+    component[flat] = np.arange(flat.size)
+    component = component.reshape(n_datasets, n_pairs)
+    present = np.zeros((n_datasets, n_models), dtype=bool)
+    present[dataset_codes, a_codes] = True
+    present[dataset_codes, b_codes] = True
+    d1, d2 = np.triu_indices(n_datasets, k=1)
+    pair_a, pair_b = np.triu_indices(n_models, k=1)
+    on_both = present[d1] & present[d2]
+    block, pair = np.nonzero(on_both[:, pair_a] & on_both[:, pair_b])
+    first, second = component[d1[block], pair], component[d2[block], pair]
+    if (first < 0).any() or (second < 0).any():
+        raise ValueError("paired differences are missing a model pair that both datasets hold")
+    return block, pair, first, second
+
+
+#: Component values a flip row prints (beside its verdict, reason and p-values).
+_FLIP_VALUES = ("mean", "lower_ci", "upper_ci", "wins", "n")
+
+
+def _grid_order(
+    block: np.ndarray, pair: np.ndarray, p_reversal: np.ndarray, n_datasets: int, n_models: int
+) -> np.ndarray:
+    """Positions of the flip rows sorted by (dataset pair, ``p_reversal`` with NaN last, pair).
+
+    The rows come in (dataset pair, model pair) order. Each dataset pair's
+    ``p_reversal`` values are laid out on one row of a (dataset pairs x model
+    pairs) matrix and sorted along it with a stable sort, which keeps
+    (model_a, model_b) order among ties and NaN last; the cells of model
+    pairs absent from a dataset pair are NaN too and are dropped afterwards
+    (they follow the real rows' NaNs in pair order, so they cannot reorder
+    them).
+    """
+    n_blocks, n_pairs = _pair_count(n_datasets), _pair_count(n_models)
+    keys = np.full((n_blocks, n_pairs), np.nan)
+    keys[block, pair] = p_reversal
+    rows = np.full((n_blocks, n_pairs), -1, dtype=np.int64)
+    rows[block, pair] = np.arange(block.size)
+    ordered = np.take_along_axis(rows, np.argsort(keys, axis=1, kind="stable"), axis=1).ravel()
+    return ordered[ordered >= 0]
+
+
+def flip_columns(
     components: pd.DataFrame,
     *,
     min_seeds: int,
     min_seeds_for_claim: int,
-) -> pd.DataFrame:
-    """Every flip test that a paired-differences frame supports, unsorted, without FDR columns.
+) -> dict[str, Any] | None:
+    """Every flip test that a paired-differences frame supports, without the FDR columns.
 
     For each pair of datasets (d1 < d2), every model pair with a component on
     both is a flip row. This is a combine of stored summaries: it never reads
-    a run.
+    a run, and it does not depend on the order of the rows (or of the
+    concatenated per-dataset frames) of ``components``. Names are handled as
+    integer codes into their sorted distinct values, so every text column is
+    built once per distinct value, not per row.
 
     Args:
         components: :data:`COMPONENT_COLUMNS` rows of one metric (from
@@ -491,129 +637,111 @@ def flips_from_components(
             :func:`~deepecgkit.analysis.ranking.flip_test`.
 
     Returns:
-        One row per (dataset pair, model pair) with the flip columns except
-        the FDR ones; an empty frame when there is nothing to compare.
+        The flip columns of :data:`~deepecgkit.analysis.schemas.FLIP_COLUMNS`
+        except the FDR ones, as arrays in the grid's order (dataset_1,
+        dataset_2, ``p_reversal`` with NaN last, model_a, model_b); None when
+        there is nothing to compare.
     """
     if components.empty:
-        return pd.DataFrame()
+        return None
     metrics = components["metric"].unique().tolist()
     if len(metrics) != 1:
         raise ValueError(f"paired differences of one metric expected, got {metrics}")
-    metric = metrics[0]
-    datasets = sorted(components["dataset"].unique().tolist())
-    models = sorted(set(components["model_a"].tolist()) | set(components["model_b"].tolist()))
+    [dataset_codes], datasets = _factorized(components["dataset"])
+    [a_codes, b_codes], models = _factorized(components["model_a"], components["model_b"])
     if len(datasets) < 2:
-        return pd.DataFrame()
-    model_index = pd.Index(models)
-    cd = pd.Index(datasets).get_indexer(components["dataset"])
-    ca = model_index.get_indexer(components["model_a"])
-    cb = model_index.get_indexer(components["model_b"])
-    component_id = np.full((len(datasets), len(models), len(models)), -1, dtype=np.int64)
-    component_id[cd, ca, cb] = np.arange(len(components))
-    present = np.zeros((len(datasets), len(models)), dtype=bool)
-    present[cd, ca] = True
-    present[cd, cb] = True
+        return None
+    block, pair, first_index, second_index = _flip_rows(
+        dataset_codes, a_codes, b_codes, len(datasets), len(models)
+    )
+    if block.size == 0:
+        return None
     values = {
-        column: components[column].to_numpy(dtype=_COMPONENT_DTYPES.get(column, object))
-        for column in _COMPONENT_VALUES
+        column: components[column].to_numpy(dtype=dtype)
+        for column, dtype in _COMPONENT_DTYPES.items()
     }
-
-    rows_1, rows_2, pair_a, pair_b, index_1, index_2 = [], [], [], [], [], []
-    for d1 in range(len(datasets)):
-        for d2 in range(d1 + 1, len(datasets)):
-            members = np.flatnonzero(present[d1] & present[d2])
-            upper = np.triu_indices(len(members), k=1)
-            a, b = members[upper[0]], members[upper[1]]
-            rows_1.append(np.full(len(a), d1))
-            rows_2.append(np.full(len(a), d2))
-            pair_a.append(a)
-            pair_b.append(b)
-            index_1.append(component_id[d1, a, b])
-            index_2.append(component_id[d2, a, b])
-    first_index = np.concatenate(index_1)
-    if first_index.size == 0:
-        return pd.DataFrame()
-    second_index = np.concatenate(index_2)
-    if (first_index < 0).any() or (second_index < 0).any():
-        raise ValueError("paired differences are missing a model pair that both datasets hold")
     first = {key: value[first_index] for key, value in values.items()}
     second = {key: value[second_index] for key, value in values.items()}
-    dataset_names = np.asarray(datasets, dtype=object)
-    model_names = np.asarray(models, dtype=object)
-    names_1 = dataset_names[np.concatenate(rows_1)]
-    names_2 = dataset_names[np.concatenate(rows_2)]
-    verdicts, reasons, n_seeds = _classify(
-        first, second, names_1, names_2, min_seeds, min_seeds_for_claim
+    rule, rule_verdicts, rule_reasons, n_seeds = _classify(
+        first, second, min_seeds, min_seeds_for_claim
     )
-    untested = np.isin(verdicts, [VERDICT_UNTESTABLE, VERDICT_BIMODAL])
+    untested = np.isin(rule, [i for i, v in enumerate(rule_verdicts) if v in UNTESTED_VERDICTS])
+    p_flip = np.where(untested, np.nan, np.maximum(first["p_value"], second["p_value"]))
+    p_reversal = np.where(
+        untested,
+        np.nan,
+        reversal_p_value(
+            first["p_value"], second["p_value"], mean_1=first["mean"], mean_2=second["mean"]
+        ),
+    )
+    order = _grid_order(block, pair, p_reversal, len(datasets), len(models))
+    block, pair, rule, n_seeds = block[order], pair[order], rule[order], n_seeds[order]
+    p_flip, p_reversal = p_flip[order], p_reversal[order]
+    first_index, second_index = first_index[order], second_index[order]
+    first = {key: first[key][order] for key in _FLIP_VALUES}
+    second = {key: second[key][order] for key in _FLIP_VALUES}
+
+    texts = _Texts()
+    [reason_codes], reasons = _factorized(components["reason"])
+    prefixed, prefixed_codes = np.unique(
+        dataset_codes * len(reasons) + reason_codes, return_inverse=True
+    )
+    prefixed_codes = texts.add(
+        [
+            f"{datasets[code // len(reasons)]}: {reasons[code % len(reasons)]}"
+            for code in prefixed.tolist()
+        ]
+    )[prefixed_codes]
+    reason = np.empty(len(rule), dtype=np.int64)
+    for position, source in enumerate(rule_reasons):
+        chosen = rule == position
+        if not chosen.any():
+            continue
+        if source == _FROM_FIRST:
+            reason[chosen] = prefixed_codes[first_index[chosen]]
+        elif source == _FROM_SECOND:
+            reason[chosen] = prefixed_codes[second_index[chosen]]
+        elif source == _FEW_SEEDS:
+            reason[chosen] = texts.formatted(
+                n_seeds[chosen], lambda k: few_seeds_reason(k, min_seeds)
+            )
+        elif source == _FEW_FOR_CLAIM:
+            reason[chosen] = texts.formatted(n_seeds[chosen], few_for_claim_reason)
+        else:
+            reason[chosen] = texts.add([source])[0]
+
+    d1, d2 = np.triu_indices(len(datasets), k=1)
+    pair_a, pair_b = np.triu_indices(len(models), k=1)
+    [averaging_codes], averagings = _factorized(components["averaging"])
+    known_averaging = np.asarray(pd.notna(averagings), dtype=bool)
     columns: dict[str, Any] = {
-        "model_a": model_names[np.concatenate(pair_a)],
-        "model_b": model_names[np.concatenate(pair_b)],
-        "dataset_1": names_1,
-        "dataset_2": names_2,
-        "metric": metric,
+        "model_a": _decoded(models, pair_a[pair]),
+        "model_b": _decoded(models, pair_b[pair]),
+        "dataset_1": _decoded(datasets, d1[block]),
+        "dataset_2": _decoded(datasets, d2[block]),
+        "metric": metrics[0],
         "mean_1": first["mean"],
         "mean_2": second["mean"],
         "lower_1": first["lower_ci"],
         "upper_1": first["upper_ci"],
         "lower_2": second["lower_ci"],
         "upper_2": second["upper_ci"],
-        "wins_1": first["wins"].astype(np.int64),
-        "wins_2": second["wins"].astype(np.int64),
-        "n_1": first["n"].astype(np.int64),
-        "n_2": second["n"].astype(np.int64),
+        "wins_1": first["wins"],
+        "wins_2": second["wins"],
+        "n_1": first["n"],
+        "n_2": second["n"],
         "n_seeds": n_seeds.astype(np.int64),
-        "averaging_1": first["averaging"],
-        "averaging_2": second["averaging"],
-        "comparable_magnitudes": first["averaging"] == second["averaging"],
-        "verdict": verdicts,
-        "p_flip": np.where(untested, np.nan, np.maximum(first["p_value"], second["p_value"])),
-        "reason": reasons,
-        "p_reversal": np.where(
-            untested,
-            np.nan,
-            reversal_p_value(
-                first["p_value"], second["p_value"], mean_1=first["mean"], mean_2=second["mean"]
-            ),
-        ),
-        "correction_applied_1": first["correction_applied"],
-        "correction_applied_2": second["correction_applied"],
-        "correction_note_1": first["correction_note"],
-        "correction_note_2": second["correction_note"],
+        "averaging_1": _decoded(averagings, averaging_codes[first_index]),
+        "averaging_2": _decoded(averagings, averaging_codes[second_index]),
+        "comparable_magnitudes": (averaging_codes[first_index] == averaging_codes[second_index])
+        & known_averaging[averaging_codes[first_index]],
+        "verdict": _decoded(rule_verdicts, rule),
+        "p_flip": p_flip,
+        "reason": _decoded(texts.values, reason),
+        "p_reversal": p_reversal,
     }
-    frame = pd.DataFrame(columns)
-    frame["comparable_magnitudes"] = frame["comparable_magnitudes"].astype(bool)
-    return frame
-
-
-def flip_grid(
-    selected: pd.DataFrame,
-    *,
-    metric: str,
-    confidence_level: float,
-    correction: str,
-    min_test_groups: int,
-    min_seeds: int,
-    min_seeds_for_claim: int,
-    strict_correction: bool,
-) -> pd.DataFrame:
-    """Every flip test of a metric slice: components per dataset, then their combine.
-
-    Args:
-        selected: rows of one metric (already restricted to the requested
-            models and datasets), ``value`` as float.
-        metric, confidence_level, correction, min_test_groups, min_seeds,
-            min_seeds_for_claim, strict_correction: as in
-            :func:`~deepecgkit.analysis.ranking.flip_test`.
-    """
-    components = grid_components(
-        selected,
-        metric=metric,
-        confidence_level=confidence_level,
-        correction=correction,
-        min_test_groups=min_test_groups,
-        strict_correction=strict_correction,
-    )
-    return flips_from_components(
-        components, min_seeds=min_seeds, min_seeds_for_claim=min_seeds_for_claim
-    )
+    for column in ("correction_applied", "correction_note"):
+        [codes], uniques = _factorized(components[column])
+        columns[f"{column}_1"] = _decoded(uniques, codes[first_index])
+        columns[f"{column}_2"] = _decoded(uniques, codes[second_index])
+    return columns

@@ -658,16 +658,30 @@ def _display_verdict(verdict: Any) -> str:
     return VERDICT_DISPLAY_NAMES.get(str(verdict)) or escape_latex(verdict)
 
 
+def _explicit_bool(value: Any) -> bool | None:
+    """The truth a cell states (bool, numpy bool, number, or a CSV spelling), else None.
+
+    None for a missing cell, a string that spells neither ``_TRUE_STRINGS``
+    nor ``_FALSE_STRINGS``, or a value without a truth value (an array).
+    """
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE_STRINGS:
+            return True
+        if text in _FALSE_STRINGS:
+            return False
+        return None
+    if _is_missing(value):
+        return None
+    try:
+        return bool(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def _is_false(value: Any) -> bool:
     """True only for an explicit False (bool, numpy bool, or its CSV spelling)."""
-    if isinstance(value, str):
-        return value.strip().lower() in _FALSE_STRINGS
-    if _is_missing(value):
-        return False
-    try:
-        return not bool(value)
-    except (TypeError, ValueError):
-        return False
+    return _explicit_bool(value) is False
 
 
 def _names(names: str | Sequence[str] | None) -> list[str]:
@@ -1049,13 +1063,22 @@ def rank_distribution_table(
         *_tau_floor_notes(taus, confidence_level=confidence_level),
     ]
     body += [r"\midrule", *_note_rows(notes, n_columns)]
-    caption = (
+    return _wrap_table(
+        body,
+        "l" + "c" * (n_columns - 1),
+        _rank_distribution_caption(metric),
+        label,
+        size=r"\scriptsize",
+    )
+
+
+def _rank_distribution_caption(metric: str) -> str:
+    return (
         rf"Distribution of {display_metric(metric)} ranks over random seeds. Each cell "
         r"counts the seeds in which the model attained that rank within its dataset "
         r"(rank 1 = best); rows sum to the seed count. Dashes mark ranks that cannot "
         r"occur because fewer models were trained on that dataset."
     )
-    return _wrap_table(body, "l" + "c" * (n_columns - 1), caption, label, size=r"\scriptsize")
 
 
 # --- flip survival table ---------------------------------------------------------------------
@@ -1191,14 +1214,7 @@ def _wins_cell(wins: Any, n: Any) -> str:
 
 def _is_true(value: Any) -> bool:
     """True only for an explicit True (bool, numpy bool, or its CSV spelling)."""
-    if isinstance(value, str):
-        return value.strip().lower() in _TRUE_STRINGS
-    if _is_missing(value):
-        return False
-    try:
-        return bool(value)
-    except (TypeError, ValueError):
-        return False
+    return _explicit_bool(value) is True
 
 
 def _difference_symbols(row: Mapping[str, Any], component: int) -> list[str]:
@@ -1515,14 +1531,17 @@ def transfer_matrix_table(
             " for every column."
         )
     body += [r"\midrule", *_note_rows(notes, n_columns)]
-    caption = (
+    return _wrap_table(body, "l" + "c" * len(targets), _transfer_caption(metric), label)
+
+
+def _transfer_caption(metric: str) -> str:
+    return (
         rf"Cross-dataset transfer: {display_metric(metric)} of a linear probe on a held-out "
         r"split. Rows are the corpus each frozen encoder was trained on, columns the "
         r"corpus it was probed on; the diagonal is the in-domain probe. Every corpus is "
         r"run single-lead at a common sampling rate so that each encoder sees identical "
         r"input, and the probe head is refitted per column because the label spaces differ."
     )
-    return _wrap_table(body, "l" + "c" * len(targets), caption, label)
 
 
 # --- files and compilation -----------------------------------------------------------------------

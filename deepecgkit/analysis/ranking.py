@@ -28,13 +28,21 @@ Conventions:
 :func:`all_flip_tests` does not loop over :func:`flip_test`: it evaluates
 every component with the vectorised engine of
 :mod:`deepecgkit.analysis._paired_grid`, which gives the same numbers.
+
+Cross-dataset results are combines of per-dataset summaries: the
+:func:`paired_differences` of each dataset, computed separately (one
+dataset partition of the platform each), concatenated in any order and
+passed to :func:`flip_tests_from_differences` (the flip grid) or
+:func:`rank_claim_from_differences` (a rank claim) give exactly what
+:func:`all_flip_tests` and :func:`evaluate_rank_claim` give on the runs;
+both of those are such a combine.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,9 +54,13 @@ from deepecgkit.analysis._paired_grid import (
     _REASON_NO_SEEDS,
     _REASON_NOT_REPRODUCED,
     _REASON_ONE_SEED,
+    _REASON_STRICT_CORRECTION,
     _REASON_SUPPORTED,
     _REASON_UNRESOLVED,
     _REASON_ZERO_VARIANCE,
+    UNTESTED_VERDICTS,
+    few_for_claim_reason,
+    few_seeds_reason,
     strict_correction_reason,
     too_few_groups_reason,
     usable_rows as _usable_rows,
@@ -68,6 +80,7 @@ from deepecgkit.analysis.constants import (
     MIN_SEEDS_FOR_INTERVAL,
     MIN_TEST_GROUPS,
     NADEAU_BENGIO,
+    NO_CORRECTION,
     VERDICT_BIMODAL,
     VERDICT_CONTRADICTED,
     VERDICT_NOT_REPRODUCED,
@@ -117,6 +130,7 @@ __all__ = [
     "flip_tests_from_differences",
     "paired_difference",
     "paired_differences",
+    "rank_claim_from_differences",
     "rank_distribution",
     "rank_within_seed",
     "tau_summary",
@@ -232,10 +246,7 @@ def _classify_flip(
         if not component["testable"]:
             return VERDICT_UNTESTABLE, f"{component['dataset']}: {component['reason']}"
     if n_seeds < min_seeds:
-        return (
-            VERDICT_UNTESTABLE,
-            f"only {n_seeds} shared seed(s); at least {min_seeds} needed",
-        )
+        return VERDICT_UNTESTABLE, few_seeds_reason(n_seeds, min_seeds)
     for component in components:
         if math.isnan(component["lower_ci"]) or math.isnan(component["upper_ci"]):
             return VERDICT_UNTESTABLE, f"{component['dataset']}: {component['reason']}"
@@ -248,10 +259,7 @@ def _classify_flip(
             return VERDICT_UNRESOLVED, _REASON_UNRESOLVED
         if n_seeds >= min_seeds_for_claim:
             return VERDICT_SUPPORTED, _REASON_SUPPORTED
-        return (
-            VERDICT_SUGGESTIVE,
-            f"{_REASON_SUPPORTED}, but only {n_seeds} shared seed(s)",
-        )
+        return VERDICT_SUGGESTIVE, few_for_claim_reason(n_seeds)
     if both_exclude:
         return VERDICT_CONTRADICTED, _REASON_CONTRADICTED
     return VERDICT_NOT_REPRODUCED, _REASON_NOT_REPRODUCED
@@ -633,10 +641,21 @@ def _flip_from_components(
     metric: str,
     min_seeds: int,
     min_seeds_for_claim: int,
+    *,
+    p_reversal: float | None = None,
 ) -> dict[str, Any]:
+    """The flip row of two components; ``p_reversal`` when the caller computed it already.
+
+    (A rank claim computes the reversal p-values of all its components in one
+    array call, which is what makes it cheap; the value is the same.)
+    """
     n_seeds = min(first["n"], second["n"])
     verdict, reason = _classify_flip(first, second, n_seeds, min_seeds, min_seeds_for_claim)
-    untested = verdict in (VERDICT_UNTESTABLE, VERDICT_BIMODAL)
+    untested = verdict in UNTESTED_VERDICTS
+    if p_reversal is None and not untested:
+        p_reversal = reversal_p_value(
+            first["p_value"], second["p_value"], mean_1=first["mean"], mean_2=second["mean"]
+        )
     return {
         "model_a": first["model_a"],
         "model_b": first["model_b"],
@@ -662,11 +681,7 @@ def _flip_from_components(
         "verdict": verdict,
         "p_flip": _NAN if untested else float(max(first["p_value"], second["p_value"])),
         "reason": reason,
-        "p_reversal": _NAN
-        if untested
-        else reversal_p_value(
-            first["p_value"], second["p_value"], mean_1=first["mean"], mean_2=second["mean"]
-        ),
+        "p_reversal": _NAN if untested else float(p_reversal),
         "correction_applied_1": first["correction_applied"],
         "correction_applied_2": second["correction_applied"],
         "correction_note_1": first["correction_note"],
@@ -752,22 +767,24 @@ def _restrict(
 
 
 def _adjust_family(
-    flips: pd.DataFrame, fdr_family: str, fdr_method: str, confidence_level: float
-) -> pd.DataFrame:
+    flips: dict[str, Any], fdr_family: str, fdr_method: str, confidence_level: float
+) -> dict[str, Any]:
     """FDR columns: BY over ``p_flip`` (``p_adjusted``) and ``fdr_method`` over ``p_reversal``.
 
     Both adjustments run over the same family (NaN outside it): every row
     with a finite p-value, or for ``"significant"`` only the supported,
-    suggestive and contradicted ones.
+    suggestive and contradicted ones. ``flips`` maps column names to arrays;
+    the FDR columns are added to it.
     """
-    p_flip = flips["p_flip"].to_numpy(dtype=np.float64)
-    p_reversal = flips["p_reversal"].to_numpy(dtype=np.float64)
+    p_flip = np.asarray(flips["p_flip"], dtype=np.float64)
+    p_reversal = np.asarray(flips["p_reversal"], dtype=np.float64)
+    verdicts = pd.Series(flips["verdict"])
     in_family = np.isfinite(p_flip)
     if fdr_family == FDR_FAMILY_SIGNIFICANT:
-        in_family &= flips["verdict"].isin(_SIGNIFICANT_VERDICTS).to_numpy()
-    adjusted = np.full(len(flips), np.nan)
+        in_family &= verdicts.isin(_SIGNIFICANT_VERDICTS).to_numpy()
+    adjusted = np.full(len(p_flip), np.nan)
     adjusted[in_family] = benjamini_yekutieli_adjust(p_flip[in_family])
-    q_reversal = np.full(len(flips), np.nan)
+    q_reversal = np.full(len(p_flip), np.nan)
     q_reversal[in_family] = fdr_adjust(p_reversal[in_family], fdr_method)
     flips["p_adjusted"] = adjusted
     flips["fdr_family"] = fdr_family
@@ -775,7 +792,7 @@ def _adjust_family(
     flips["q_reversal"] = q_reversal
     flips["fdr_method"] = fdr_method
     with np.errstate(invalid="ignore"):
-        flips["survives_fdr"] = (flips["verdict"] == VERDICT_SUPPORTED).to_numpy() & (
+        flips["survives_fdr"] = (verdicts == VERDICT_SUPPORTED).to_numpy(dtype=bool) & (
             q_reversal <= 1.0 - confidence_level
         )
     return flips
@@ -829,9 +846,30 @@ def paired_differences(
     )
 
 
+def _restrict_differences(
+    differences: pd.DataFrame,
+    models: Sequence[str] | str | None,
+    datasets: Sequence[str] | str | None,
+) -> pd.DataFrame:
+    """Rows of a paired-differences frame between two of ``models`` on one of ``datasets``.
+
+    Equal to restricting the runs first: a row depends only on its own two
+    models' runs on its own dataset.
+    """
+    model_names, dataset_names = _names(models), _names(datasets)
+    if model_names is not None:
+        keep = differences["model_a"].isin(model_names) & differences["model_b"].isin(model_names)
+        differences = differences.loc[keep.to_numpy()]
+    if dataset_names is not None:
+        differences = differences.loc[differences["dataset"].isin(dataset_names).to_numpy()]
+    return differences
+
+
 def flip_tests_from_differences(
     differences: pd.DataFrame,
     *,
+    models: Sequence[str] | str | None = None,
+    datasets: Sequence[str] | str | None = None,
     confidence_level: float = CONFIDENCE_LEVEL,
     fdr_family: str = FDR_FAMILY_TESTABLE,
     fdr_method: str = DEFAULT_FDR_METHOD,
@@ -839,26 +877,36 @@ def flip_tests_from_differences(
     """The FDR-adjusted flip grid of a :func:`paired_differences` frame.
 
     ``differences`` may be the concatenation of per-dataset frames computed
-    separately (and stored); the result equals :func:`all_flip_tests` on the
-    runs they came from, value for value. ``confidence_level`` must be the
-    one the differences were computed with (it sets ``survives_fdr``).
+    separately (and stored), in any order of datasets or rows; the result
+    equals :func:`all_flip_tests` on the runs they came from, value for value,
+    when the options match:
+
+    * ``correction``, ``min_test_groups`` and ``strict_correction`` act on
+      each dataset's runs and are fixed when the differences are computed;
+    * ``models`` and ``datasets`` restrict the grid here as they restrict the
+      runs there (a bare string is one name), so per-dataset frames can hold
+      every model and the selection can change without recomputing them;
+    * ``confidence_level`` must be the one the differences were computed with
+      (it sets the intervals there and ``survives_fdr`` here);
+    * ``fdr_family`` and ``fdr_method`` act on the whole grid, as in
+      :func:`all_flip_tests`.
+
+    Raises:
+        ValueError: the frame holds more than one metric, a (dataset, model
+            pair) twice (a dataset concatenated twice), or lacks a pair of
+            models that both hold rows on a dataset (a truncated frame).
     """
     _check_fdr_options(fdr_family, fdr_method)
     _check_confidence_level(confidence_level)
-    flips = _paired_grid.flips_from_components(
-        differences,
+    flips = _paired_grid.flip_columns(
+        _restrict_differences(differences, models, datasets),
         min_seeds=MIN_SEEDS_FOR_INTERVAL,
         min_seeds_for_claim=MIN_SEEDS_FOR_CLAIM,
     )
-    if flips.empty:
+    if flips is None:
         return empty_frame(FLIP_COLUMNS)
-    flips = flips.sort_values(
-        ["dataset_1", "dataset_2", "p_reversal", "model_a", "model_b"],
-        na_position="last",
-        kind="mergesort",
-    ).reset_index(drop=True)
     flips = _adjust_family(flips, fdr_family, fdr_method, confidence_level)
-    return flips.loc[:, list(FLIP_COLUMNS)]
+    return pd.DataFrame({column: flips[column] for column in FLIP_COLUMNS})
 
 
 def all_flip_tests(
@@ -939,20 +987,274 @@ def _claim_verdict(verdicts: list[str]) -> str:
         return VERDICT_SUPPORTED
     if VERDICT_CONTRADICTED in verdicts:
         return VERDICT_CONTRADICTED
-    if any(v in (VERDICT_UNTESTABLE, VERDICT_BIMODAL) for v in verdicts):
+    if any(v in UNTESTED_VERDICTS for v in verdicts):
         return VERDICT_UNTESTABLE
     if VERDICT_NOT_REPRODUCED in verdicts:
         return VERDICT_NOT_REPRODUCED
     return VERDICT_UNRESOLVED
 
 
-def _claimed_direction_p(best: dict[str, Any], worst: dict[str, Any], sign: float) -> float:
-    """Larger one-sided p of "better on the best dataset" and "worse on the worst dataset"."""
-    return float(
-        max(
-            one_sided_p_value(best["p_value"], best["mean"], direction=sign),
-            one_sided_p_value(worst["p_value"], worst["mean"], direction=-sign),
+#: Paired-difference columns a claim component reads (besides dataset and models).
+_CLAIM_VALUES = tuple(
+    column
+    for column in PAIRED_DIFFERENCE_COLUMNS
+    if column not in ("dataset", "model_a", "model_b", "metric")
+)
+
+
+class _ClaimRows:
+    """The paired differences of a claim's two datasets, as plain Python values.
+
+    Only the name columns of the two datasets' rows are read as arrays; the
+    other columns only for the rows that involve the claimed model (one per
+    opponent and dataset), so a claim costs little however large the frame.
+    """
+
+    def __init__(
+        self, differences: pd.DataFrame, metric: str, model: str, datasets: tuple[str, str]
+    ) -> None:
+        self.names: dict[str, np.ndarray] = {
+            c: np.empty(0, dtype=object) for c in ("dataset", "model_a", "model_b")
+        }
+        self.stored: dict[tuple[str, str], dict[str, Any]] = {}
+        self.values: dict[str, list[Any]] = {column: [] for column in _CLAIM_VALUES}
+        if differences.empty:
+            return
+        missing = [c for c in PAIRED_DIFFERENCE_COLUMNS if c not in differences.columns]
+        if missing:
+            raise ValueError(
+                f"a paired-differences frame needs column(s) {', '.join(map(repr, missing))}"
+            )
+        metrics = differences["metric"].unique().tolist()
+        if metrics != [metric]:
+            raise ValueError(f"paired differences of metric {metric!r} expected, got {metrics}")
+        rows = np.flatnonzero(differences["dataset"].isin(datasets).to_numpy(dtype=bool))
+        self.names = {
+            column: np.asarray(differences[column].array.take(rows), dtype=object)
+            for column in self.names
+        }
+        involved = np.flatnonzero(
+            (self.names["model_a"] == model) | (self.names["model_b"] == model)
         )
+        self.values = {
+            column: np.asarray(differences[column].array.take(rows[involved])).tolist()
+            for column in _CLAIM_VALUES
+        }
+        for i, position in enumerate(involved.tolist()):
+            a, b = self.names["model_a"][position], self.names["model_b"][position]
+            opponent = b if a == model else a
+            row = {column: values[i] for column, values in self.values.items()}
+            row["reversed"] = a != model
+            self.stored[(self.names["dataset"][position], opponent)] = row
+
+    def models_on(self, dataset: str) -> set[str]:
+        """Models that the frame places on ``dataset``."""
+        on = self.names["dataset"] == dataset
+        return set(self.names["model_a"][on].tolist()) | set(self.names["model_b"][on].tolist())
+
+    def check_options(self, correction: str, strict_correction: bool) -> None:
+        """Refuse differences computed with another ``correction`` or ``strict_correction``.
+
+        The options cannot be read back from every row, but a row that
+        contradicts them can be recognised: ``correction="none"`` applies no
+        correction to any row; ``"nadeau-bengio"`` applies it or records it
+        as unavailable; ``strict_correction`` leaves no row that fell back to
+        the plain error testable, and without it no reason names it. Only
+        the rows the claim reads are checked.
+        """
+        if correction == NO_CORRECTION:
+            allowed = {NO_CORRECTION}
+        else:
+            allowed = {NADEAU_BENGIO, CORRECTION_UNAVAILABLE}
+        if not set(self.values["correction_applied"]) <= allowed:
+            raise ValueError(
+                f"these paired differences were not computed with correction={correction!r}"
+            )
+        rows = zip(
+            self.values["correction_applied"],
+            self.values["testable"],
+            self.values["reason"],
+            strict=True,
+        )
+        for applied, testable, reason in rows:
+            fell_back = applied == CORRECTION_UNAVAILABLE and bool(testable)
+            marked = str(reason).endswith(_REASON_STRICT_CORRECTION)
+            if (strict_correction and fell_back) or (not strict_correction and marked):
+                raise ValueError(
+                    "these paired differences were not computed with "
+                    f"strict_correction={strict_correction}"
+                )
+
+    def component(self, model: str, opponent: str, dataset: str) -> dict[str, Any] | None:
+        """The stored difference read as ``model - opponent`` (plain Python scalars), or None.
+
+        A row stores its pair by name (a < b). When ``model`` is its ``b``,
+        the difference is negated: the mean and bounds change sign (the
+        bounds swap), wins and losses swap and the reason is the one that
+        names the models in that order; the p-value, counts, flags, averaging
+        and correction do not depend on the order. ``x + 0.0`` turns a
+        negated zero into the +0.0 that computing ``model - opponent``
+        directly gives.
+        """
+        row = self.stored.get((dataset, opponent))
+        if row is None:
+            return None
+        mean, lower, upper = float(row["mean"]), float(row["lower_ci"]), float(row["upper_ci"])
+        wins, reason = int(row["wins"]), str(row["reason"])
+        if row["reversed"]:
+            mean, lower, upper = -mean + 0.0, -upper + 0.0, -lower + 0.0
+            wins, reason = int(row["losses"]), str(row["reason_reversed"])
+        return {
+            "model_a": model,
+            "model_b": opponent,
+            "dataset": dataset,
+            "mean": mean,
+            "lower_ci": lower,
+            "upper_ci": upper,
+            "p_value": float(row["p_value"]),
+            "n": int(row["n"]),
+            "n_wins": wins,
+            "excludes_zero": bool(row["excludes_zero"]),
+            "testable": bool(row["testable"]),
+            "bimodal": bool(row["bimodal"]),
+            "reason": reason,
+            "averaging": str(row["averaging"]),
+            "correction_applied": str(row["correction_applied"]),
+            "correction_note": str(row["correction_note"]),
+        }
+
+
+def rank_claim_from_differences(
+    differences: pd.DataFrame,
+    model: str,
+    *,
+    dataset_best: str,
+    dataset_worst: str,
+    metric: str = DEFAULT_RANK_METRIC,
+    opponents: Sequence[str] | str | None = None,
+    correction: str = NADEAU_BENGIO,
+    strict_correction: bool = False,
+    dataset_models: Mapping[str, Collection[str]] | None = None,
+) -> dict[str, Any]:
+    """:func:`evaluate_rank_claim` computed from a :func:`paired_differences` frame.
+
+    ``differences`` may be the concatenation of per-dataset frames computed
+    separately, in any order; only the rows of ``dataset_best`` and
+    ``dataset_worst`` are read, and no run. The result equals
+    :func:`evaluate_rank_claim` on the runs they came from, key for key,
+    when the options match. The two datasets are keyword-only here (the
+    claim reads "best on ``dataset_best``, worst on ``dataset_worst``", which
+    a positional call could swap unnoticed).
+
+    * ``confidence_level`` and ``min_test_groups`` act on each dataset's runs
+      and are fixed when the differences are computed;
+    * ``correction`` and ``strict_correction`` are fixed there too, and are
+      also needed here: an opponent without a row on a dataset (a named
+      model without runs there) gets the component :func:`paired_difference`
+      gives for no shared seeds, whose correction and testability they set.
+      Differences that contradict them raise a ``ValueError``;
+    * ``dataset_models`` (dataset -> the models with at least one row on it)
+      matters only for the default opponents, every other model with rows on
+      both datasets. Without it the models come from the frame, which holds
+      rows only for datasets with two models or more: a dataset where a
+      single model has runs contributes no opponent unless this names it.
+
+    Returns:
+        The dict of :func:`evaluate_rank_claim`.
+    """
+    if dataset_best == dataset_worst:
+        raise ValueError(f"a rank claim needs two different datasets, got {dataset_best!r} twice")
+    _check_correction(correction)
+    strict_correction = bool(strict_correction)
+    rows = _ClaimRows(differences, metric, model, (dataset_best, dataset_worst))
+    rows.check_options(correction, strict_correction)
+    named = _names(opponents)
+    if named is not None:
+        candidates = set(named)
+    elif dataset_models is not None:
+        candidates = set(dataset_models.get(dataset_best, ())) & set(
+            dataset_models.get(dataset_worst, ())
+        )
+    else:
+        candidates = rows.models_on(dataset_best) & rows.models_on(dataset_worst)
+    candidates.discard(model)
+    pairs = [
+        tuple(
+            rows.component(model, opponent, dataset)
+            or _absent_component(model, opponent, dataset, metric, correction, strict_correction)
+            for dataset in (dataset_best, dataset_worst)
+        )
+        for opponent in sorted(candidates)
+    ]
+    sign = _better_sign(metric)
+    p_best, mean_best, p_worst, mean_worst = (
+        np.array([pair[i][key] for pair in pairs], dtype=np.float64)
+        for i in (0, 1)
+        for key in ("p_value", "mean")
+    )
+    p_reversal = reversal_p_value(p_best, p_worst, mean_1=mean_best, mean_2=mean_worst)
+    # Larger one-sided p of "better on the best dataset" and "worse on the worst dataset".
+    p_directional = np.maximum(
+        one_sided_p_value(p_best, mean_best, direction=sign),
+        one_sided_p_value(p_worst, mean_worst, direction=-sign),
+    )
+    components: list[dict[str, Any]] = []
+    for i, (first, second) in enumerate(pairs):
+        flip = _flip_from_components(
+            first,
+            second,
+            metric,
+            MIN_SEEDS_FOR_INTERVAL,
+            MIN_SEEDS_FOR_CLAIM,
+            p_reversal=float(p_reversal[i]),
+        )
+        del flip["difference_1"], flip["difference_2"]
+        claimed = bool(sign * flip["mean_1"] > 0 and sign * flip["mean_2"] < 0)
+        if flip["verdict"] in (VERDICT_SUPPORTED, VERDICT_SUGGESTIVE) and not claimed:
+            flip["verdict"], flip["reason"] = VERDICT_CONTRADICTED, _REASON_WRONG_DIRECTION
+        flip["claimed_direction"] = claimed
+        flip["p_directional"] = _NAN if math.isnan(flip["p_flip"]) else float(p_directional[i])
+        components.append(flip)
+    verdicts = [component["verdict"] for component in components]
+    p_values = [c["p_flip"] for c in components if math.isfinite(c["p_flip"])]
+    directional = [c["p_directional"] for c in components if math.isfinite(c["p_directional"])]
+    return {
+        "model": model,
+        "dataset_best": dataset_best,
+        "dataset_worst": dataset_worst,
+        "metric": metric,
+        "components": components,
+        "n_components": len(components),
+        "n_supported": verdicts.count(VERDICT_SUPPORTED),
+        "n_supported_in_direction": sum(
+            c["verdict"] == VERDICT_SUPPORTED and c["claimed_direction"] for c in components
+        ),
+        "n_untestable": sum(v in UNTESTED_VERDICTS for v in verdicts),
+        "verdict": _claim_verdict(verdicts),
+        "p_claim": float(max(p_values)) if p_values else _NAN,
+        "p_claim_directional": float(max(directional)) if directional else _NAN,
+    }
+
+
+def _absent_component(
+    model: str,
+    opponent: str,
+    dataset: str,
+    metric: str,
+    correction: str,
+    strict_correction: bool,
+) -> dict[str, Any]:
+    """The component of a pair without shared rows: :func:`paired_difference` of no runs."""
+    return _paired_difference(
+        empty_frame(SLICE_COLUMNS),
+        model,
+        opponent,
+        dataset,
+        metric,
+        CONFIDENCE_LEVEL,  # no seeds, no interval: the level cannot show
+        correction,
+        MIN_TEST_GROUPS,  # no runs, no known test groups: the threshold cannot show
+        strict_correction,
     )
 
 
@@ -976,6 +1278,10 @@ def evaluate_rank_claim(
     in the opposite direction is relabelled ``contradicted``. Untestable
     components are reported, not dropped; otherwise a claim could appear
     supported on a quietly reduced set of opponents.
+
+    It is :func:`paired_differences` of the two datasets followed by
+    :func:`rank_claim_from_differences`, so a claim read from stored
+    per-dataset differences gives the same dict.
 
     Args:
         opponents: restrict the opponents (a bare string is one name); every
@@ -1007,46 +1313,31 @@ def evaluate_rank_claim(
     _check_correction(correction)
     _check_confidence_level(confidence_level)
     min_test_groups = _check_non_negative_count("min_test_groups", min_test_groups)
-    selected = _metric_slice(runs, metric)
-    on_best = set(selected.loc[selected["dataset"] == dataset_best, "model"])
-    on_worst = set(selected.loc[selected["dataset"] == dataset_worst, "model"])
+    claim_datasets = [dataset_best, dataset_worst]
+    selected = _restrict(_metric_slice(runs, metric), None, claim_datasets)
     named = _names(opponents)
-    candidates = set(named) if named is not None else on_best & on_worst
-    candidates.discard(model)
-    sign = _better_sign(metric)
-    args = (metric, confidence_level, correction, min_test_groups, bool(strict_correction))
-    components: list[dict[str, Any]] = []
-    for opponent in sorted(candidates):
-        first = _paired_difference(selected, model, opponent, dataset_best, *args)
-        second = _paired_difference(selected, model, opponent, dataset_worst, *args)
-        flip = _flip_from_components(
-            first, second, metric, MIN_SEEDS_FOR_INTERVAL, MIN_SEEDS_FOR_CLAIM
-        )
-        del flip["difference_1"], flip["difference_2"]
-        claimed = bool(sign * flip["mean_1"] > 0 and sign * flip["mean_2"] < 0)
-        if flip["verdict"] in (VERDICT_SUPPORTED, VERDICT_SUGGESTIVE) and not claimed:
-            flip["verdict"], flip["reason"] = VERDICT_CONTRADICTED, _REASON_WRONG_DIRECTION
-        flip["claimed_direction"] = claimed
-        flip["p_directional"] = (
-            _NAN if math.isnan(flip["p_flip"]) else _claimed_direction_p(first, second, sign)
-        )
-        components.append(flip)
-    verdicts = [component["verdict"] for component in components]
-    p_values = [c["p_flip"] for c in components if math.isfinite(c["p_flip"])]
-    directional = [c["p_directional"] for c in components if math.isfinite(c["p_directional"])]
-    return {
-        "model": model,
-        "dataset_best": dataset_best,
-        "dataset_worst": dataset_worst,
-        "metric": metric,
-        "components": components,
-        "n_components": len(components),
-        "n_supported": verdicts.count(VERDICT_SUPPORTED),
-        "n_supported_in_direction": sum(
-            c["verdict"] == VERDICT_SUPPORTED and c["claimed_direction"] for c in components
-        ),
-        "n_untestable": sum(v in (VERDICT_UNTESTABLE, VERDICT_BIMODAL) for v in verdicts),
-        "verdict": _claim_verdict(verdicts),
-        "p_claim": float(max(p_values)) if p_values else _NAN,
-        "p_claim_directional": float(max(directional)) if directional else _NAN,
+    if named is not None:
+        selected = _restrict(selected, [model, *named], None)
+    dataset_models = {
+        dataset: set(selected.loc[selected["dataset"] == dataset, "model"])
+        for dataset in claim_datasets
     }
+    differences = _paired_grid.grid_components(
+        selected,
+        metric=metric,
+        confidence_level=confidence_level,
+        correction=correction,
+        min_test_groups=min_test_groups,
+        strict_correction=bool(strict_correction),
+    )
+    return rank_claim_from_differences(
+        differences,
+        model,
+        dataset_best=dataset_best,
+        dataset_worst=dataset_worst,
+        metric=metric,
+        opponents=opponents,
+        correction=correction,
+        strict_correction=strict_correction,
+        dataset_models=dataset_models,
+    )

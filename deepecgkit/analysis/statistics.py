@@ -180,6 +180,14 @@ def _positive_size(value: Any) -> float | None:
 
 # --- summaries ------------------------------------------------------------------------
 
+#: Fewest values with a sample SD (one run carries no dispersion).
+_MIN_SPREAD_N = 2
+
+
+def _undefined_spread() -> dict[str, float]:
+    """The location and spread fields every seed summary opens with, NaN until computed."""
+    return dict.fromkeys(("mean", "std", "sem", "lower_ci", "upper_ci"), _NAN)
+
 
 def summarize_scores(
     values: Sequence[float], confidence_level: float = CONFIDENCE_LEVEL
@@ -209,20 +217,12 @@ def summarize_scores(
     _check_confidence_level(confidence_level)
     finite = _finite(values)
     n = int(finite.size)
-    result = {
-        "mean": _NAN,
-        "std": _NAN,
-        "sem": _NAN,
-        "lower_ci": _NAN,
-        "upper_ci": _NAN,
-        "n": n,
-    }
-    if n == 0:
+    result = {**_undefined_spread(), "n": n}
+    if n:
+        result["mean"] = float(finite.mean())
+    if n < _MIN_SPREAD_N:
         return result
-    mean = float(finite.mean())
-    result["mean"] = mean
-    if n == 1:
-        return result
+    mean = result["mean"]
     std = float(finite.std(ddof=1))
     sem = std / math.sqrt(n)
     half_width = float(_t_quantile(confidence_level, n - 1)) * sem
@@ -330,11 +330,7 @@ def paired_summary(
     n = int(finite.size)
     applied, note = applied_correction(correction, n_train=n_train, n_test=n_test)
     result: dict[str, Any] = {
-        "mean": _NAN,
-        "std": _NAN,
-        "sem": _NAN,
-        "lower_ci": _NAN,
-        "upper_ci": _NAN,
+        **_undefined_spread(),
         "t_stat": _NAN,
         "p_value": _NAN,
         "n": n,

@@ -184,6 +184,15 @@ def _grey_png(image: Path) -> bytes:
     return buffer.getvalue()
 
 
+def missing_tool(table: str, *, engine: str | None = None) -> str | None:
+    """Why ``table`` cannot be rendered on this machine (a program not on ``PATH``), or None."""
+    if _engine_executable(table, engine) is None:
+        return f"cannot render the table: {_missing_engine(table, engine)}"
+    if shutil.which(PDFTOPPM) is None:
+        return f"cannot render the table: {PDFTOPPM} is not on PATH; install poppler-utils"
+    return None
+
+
 def render_table_png(
     table: str,
     *,
@@ -217,14 +226,11 @@ def render_table_png(
     """
     text = _check_table(table)
     resolution = _check_dpi(dpi)
+    missing = missing_tool(text, engine=engine)
+    if missing is not None:
+        raise MissingToolError(missing)
     executable = _engine_executable(text, engine)
-    if executable is None:
-        raise MissingToolError(f"cannot render the table: {_missing_engine(text, engine)}")
     rasteriser = shutil.which(PDFTOPPM)
-    if rasteriser is None:
-        raise MissingToolError(
-            f"cannot render the table: {PDFTOPPM} is not on PATH; install poppler-utils"
-        )
     with tempfile.TemporaryDirectory(prefix="deepecg-table-image-") as folder:
         workdir = Path(folder)
         ok, reason = _run_engine(executable, _image_document(text), workdir, timeout=timeout)

@@ -393,12 +393,23 @@ def _draw_beats(
 def _gaussian_trace(
     t: np.ndarray, centres: np.ndarray, sigmas: np.ndarray, amplitudes: np.ndarray
 ) -> np.ndarray:
-    """``Σ_b a_b · exp(-(t - c_b)² / (2 σ_b²))`` over beats, vectorised ``(B, T)``."""
+    """``Σ_b a_b · exp(-(t - c_b)² / (2 σ_b²))`` over beats, vectorised ``(B, T)``.
+
+    Beyond ``GAUSS_SUPPORT_SIGMAS`` a wave is held at its value there (the
+    kernel is clipped, not cut to zero). Only the few samples inside a
+    wave's support (a few percent of a record) go through ``exp``; the rest
+    get the clipped value, computed by the same ``exp`` on the same number,
+    so the trace is bit for bit what exponentiating every sample gives.
+    """
     if centres.size == 0:
         return np.zeros_like(t)
-    delta = (t[np.newaxis, :] - centres[:, np.newaxis]) / sigmas[:, np.newaxis]
-    delta = np.minimum(np.abs(delta), GAUSS_SUPPORT_SIGMAS)
-    return amplitudes @ np.exp(-0.5 * delta * delta)
+    delta = np.abs((t[np.newaxis, :] - centres[:, np.newaxis]) / sigmas[:, np.newaxis])
+    inside = delta < GAUSS_SUPPORT_SIGMAS
+    edge = np.array([GAUSS_SUPPORT_SIGMAS])
+    kernel = np.full(delta.shape, np.exp(-0.5 * edge * edge)[0])
+    near = delta[inside]
+    kernel[inside] = np.exp(-0.5 * near * near)
+    return amplitudes @ kernel
 
 
 def _plateau_trace(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -8,6 +8,12 @@ and that is what the matrix measures. The untrained-encoder row
 (``RANDOM_INIT``) is the floor: a trained encoder that does not beat it has
 learned nothing useful for that target.
 
+A refresh need not probe every cell again: given a
+:class:`~deepecgkit.evaluation.transfer_cache.TransferCellCache`,
+``cross_dataset_transfer`` reuses each cell whose checkpoint bytes, target
+data and settings are unchanged, and loads only the encoders that still have
+a cell to compute.
+
 Importing this module does not import torch: only the functions that embed
 data (``protocol_data_module``, ``cross_dataset_transfer``) do, on call.
 """
@@ -42,6 +48,13 @@ from deepecgkit.evaluation.constants import (
     TRANSFER_KEY_SEPARATOR,
 )
 from deepecgkit.evaluation.probe import ProbeResult, linear_probe, probe_spelling
+from deepecgkit.evaluation.transfer_cache import (
+    CachedCell,
+    TransferCellCache,
+    cell_key,
+    checkpoint_digest,
+    target_data_identity,
+)
 from deepecgkit.io import atomic_write_text
 
 if TYPE_CHECKING:
@@ -268,6 +281,7 @@ def cross_dataset_transfer(
     verbose: bool = False,
     keep_embeddings: str = KEEP_NONE,
     skip_unreadable_checkpoints: bool = False,
+    cell_cache: TransferCellCache | None = None,
     **probe_kwargs: Any,
 ) -> TransferMatrix:
     """Probe every encoder (row) on every target dataset (column).
@@ -296,6 +310,11 @@ def cross_dataset_transfer(
             or does not fit ``model_name``/``input_channels`` gives its row
             NaN cells with a note naming it (instead of raising), so one bad
             file does not cost the rest of the matrix.
+        cell_cache: cells to reuse, and where the computed ones are recorded
+            (:mod:`deepecgkit.evaluation.transfer_cache`): a cell whose
+            checkpoint bytes, target data and settings match a stored one is
+            taken from it, bit for bit what computing it gives; the caller
+            saves the cache. Cells whose embeddings are kept are computed.
         **probe_kwargs: passed to :func:`~deepecgkit.evaluation.probe.build_probe`.
 
     Returns:
@@ -351,34 +370,10 @@ def cross_dataset_transfer(
         "num_workers": num_workers,
         "progress": progress,
     }
-    from deepecgkit.models import FeatureExtractor
-
-    rows: list[tuple[str, FeatureExtractor | str]] = []
-    if include_random_init:
-        rows.append(
-            (
-                RANDOM_INIT,
-                _random_init_extractor(model_name, input_channels, seed, extractor_kwargs),
-            )
-        )
-    for source in sorted(checkpoints):
-        try:
-            extractor: FeatureExtractor | str = FeatureExtractor.from_checkpoint(
-                checkpoints[source],
-                model_name=model_name,
-                input_channels=input_channels,
-                **extractor_kwargs,
-            )
-        except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
-            # A checkpoint torch can load may still hold garbage model arguments
-            # (TypeError, KeyError) or weights of the wrong shape (RuntimeError).
-            if not skip_unreadable_checkpoints:
-                raise
-            # torch's own messages run over several lines; the first says what failed.
-            extractor = f"encoder checkpoint unusable: {str(exc).splitlines()[0]}"
-            logger.warning("%s: %s", source, extractor)
-        rows.append((source, extractor))
-    sources = [name for name, _ in rows]
+    rows = _encoder_rows(
+        checkpoints, include_random_init=include_random_init, seed=seed, use_cache=cell_cache
+    )
+    sources = [row.source for row in rows]
     values = np.full((len(rows), len(columns)), _NAN)
     matrix = TransferMatrix(
         sources=sources,
@@ -398,24 +393,175 @@ def cross_dataset_transfer(
             },
         },
     )
+    plan = _plan_cells(
+        rows,
+        columns,
+        modules,
+        cell_cache,
+        keep_embeddings=keep_embeddings,
+        key_settings={
+            "model_name": model_name,
+            "input_channels": input_channels,
+            "metric": metric,
+            "probe": probe_kwargs,
+            "embedding": {"batch_size": batch_size, "device": _device_type(device)},
+        },
+    )
+    # Only encoders with a cell to compute are loaded: a refresh that reuses
+    # every cell of a checkpoint never reads its weights into a model.
+    needed = {row for (row, _), (_, cached) in plan.items() if cached is None}
+    extractors = {
+        row: _load_encoder(
+            rows[row],
+            model_name=model_name,
+            input_channels=input_channels,
+            seed=seed,
+            extractor_kwargs=extractor_kwargs,
+            skip_unreadable=skip_unreadable_checkpoints,
+        )
+        for row in sorted(needed)
+    }
     with threadpool_limits(limits=PROBE_BLAS_THREADS, user_api="blas"):
         for col, target in enumerate(columns):
             module = modules[target]
-            class_names = getattr(module.dataset, "class_names", None)
-            if class_names is not None:
-                matrix.class_names[target] = list(class_names)
-            for row, (source, extractor) in enumerate(rows):
-                if isinstance(extractor, str):
-                    result, test = _nan_cell(metric, model_name, source, target, extractor), None
+            for row, encoder in enumerate(rows):
+                key, cached = plan[row, col]
+                test = None
+                if cached is not None:
+                    result, class_names = cached.result, cached.class_names
                 else:
-                    result, test = _probe_cell(
-                        extractor, module, metric, model_name, source, target, probe_kwargs
-                    )
+                    extractor = extractors[row]
+                    if isinstance(extractor, str):
+                        result = _nan_cell(metric, model_name, encoder.source, target, extractor)
+                        key = None  # an unusable checkpoint's note names its path: never stored
+                    else:
+                        result, test = _probe_cell(
+                            extractor,
+                            module,
+                            metric,
+                            model_name,
+                            encoder.source,
+                            target,
+                            probe_kwargs,
+                        )
+                    class_names = _class_names(module)
+                    if cell_cache is not None:
+                        cell_cache.record(key, result, class_names=class_names)
+                if class_names is not None:
+                    matrix.class_names[target] = list(class_names)
                 values[row, col] = result.score
-                matrix.results[_cell_key(source, target)] = result
-                if test is not None and _keep(keep_embeddings, source, target):
-                    matrix.embeddings[_cell_key(source, target)] = test
+                matrix.results[_cell_key(encoder.source, target)] = result
+                if test is not None and _keep(keep_embeddings, encoder.source, target):
+                    matrix.embeddings[_cell_key(encoder.source, target)] = test
     return matrix
+
+
+@dataclass(frozen=True)
+class _EncoderRow:
+    """One row of the matrix: its label, checkpoint (None for the floor) and cache identity."""
+
+    source: str
+    checkpoint: str | Path | None
+    identity: dict[str, Any] | None
+
+
+def _encoder_rows(
+    checkpoints: dict[str, str | Path],
+    *,
+    include_random_init: bool,
+    seed: int,
+    use_cache: TransferCellCache | None,
+) -> list[_EncoderRow]:
+    """The rows in order (floor first, then sources sorted), each with its encoder's identity.
+
+    A checkpoint is identified by the hash of its bytes (only when a cache is
+    given: hashing costs a read); one that cannot be read has no identity.
+    """
+    rows = []
+    if include_random_init:
+        rows.append(_EncoderRow(RANDOM_INIT, None, {"untrained_seed": int(seed)}))
+    for source in sorted(checkpoints):
+        digest = checkpoint_digest(checkpoints[source]) if use_cache is not None else None
+        identity = None if digest is None else {"checkpoint_sha256": digest}
+        rows.append(_EncoderRow(source, checkpoints[source], identity))
+    return rows
+
+
+def _device_type(device: str) -> str:
+    """``"cpu"``, ``"cuda"``, ...: the kind of device embeddings are computed on."""
+    from deepecgkit.utils import resolve_device
+
+    return resolve_device(device).type
+
+
+def _plan_cells(
+    rows: list[_EncoderRow],
+    columns: list[str],
+    modules: dict[str, ECGDataModule],
+    cell_cache: TransferCellCache | None,
+    *,
+    keep_embeddings: str,
+    key_settings: dict[str, Any],
+) -> dict[tuple[int, int], tuple[str | None, CachedCell | None]]:
+    """Each cell's cache key (None: not cacheable) and its stored result (None: compute it).
+
+    A cell whose held-out embeddings are to be kept is always computed: the
+    cache stores results, not embeddings.
+    """
+    plan: dict[tuple[int, int], tuple[str | None, CachedCell | None]] = {}
+    for col, target in enumerate(columns):
+        data = target_data_identity(modules[target]) if cell_cache is not None else None
+        for row, encoder in enumerate(rows):
+            if cell_cache is None or data is None or encoder.identity is None:
+                plan[row, col] = (None, None)
+                continue
+            key = cell_key(
+                source=encoder.source,
+                target=target,
+                encoder=encoder.identity,
+                data=data,
+                **key_settings,
+            )
+            wanted = keep_embeddings != KEEP_NONE and _keep(keep_embeddings, encoder.source, target)
+            plan[row, col] = (key, None if wanted else cell_cache.get(key))
+    return plan
+
+
+def _load_encoder(
+    encoder: _EncoderRow,
+    *,
+    model_name: str,
+    input_channels: int,
+    seed: int,
+    extractor_kwargs: dict[str, Any],
+    skip_unreadable: bool,
+) -> FeatureExtractor | str:
+    """The row's frozen encoder, or (``skip_unreadable``) the note of an unusable checkpoint."""
+    from deepecgkit.models import FeatureExtractor
+
+    if encoder.checkpoint is None:
+        return _random_init_extractor(model_name, input_channels, seed, extractor_kwargs)
+    try:
+        return FeatureExtractor.from_checkpoint(
+            encoder.checkpoint,
+            model_name=model_name,
+            input_channels=input_channels,
+            **extractor_kwargs,
+        )
+    except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
+        # A checkpoint torch can load may still hold garbage model arguments
+        # (TypeError, KeyError) or weights of the wrong shape (RuntimeError).
+        if not skip_unreadable:
+            raise
+        # torch's own messages run over several lines; the first says what failed.
+        note = f"encoder checkpoint unusable: {str(exc).splitlines()[0]}"
+        logger.warning("%s: %s", encoder.source, note)
+        return note
+
+
+def _class_names(module: ECGDataModule) -> list[str] | None:
+    names = getattr(module.dataset, "class_names", None)
+    return None if names is None else [str(name) for name in names]
 
 
 def _nan_cell(metric: str, model_name: str, source: str, target: str, note: str) -> ProbeResult:

@@ -37,10 +37,8 @@ def _conv_stage(in_ch: int, out_ch: int, kernel: int, stride: int = 1) -> list[n
 class SimpleCNN(ECGClassifier):
     """Conv(k7, /2, 16) → pool → Conv(k5, 32) → pool → Conv(k5, 64) → GAP → dropout → linear.
 
-    Args:
-        input_channels: leads ``L`` of the ``(B, L, T)`` input.
-        output_size: 1 (binary single logit), ``C`` or ``K``.
-        dropout: dropout before the head.
+    The arguments (``input_channels``, ``output_size``, ``dropout``) are
+    :class:`~deepecgkit.models.base.ECGClassifier`'s.
     """
 
     def __init__(self, input_channels: int = 1, output_size: int = 2, dropout: float = 0.2) -> None:

@@ -109,10 +109,8 @@ def _residual_encoder(input_channels: int, squeeze: bool) -> tuple[nn.Sequential
 class ResNet1D(ECGClassifier):
     """Small 1-D ResNet: strided stem, max-pool, residual blocks, GAP, dropout, linear.
 
-    Args:
-        input_channels: leads ``L`` of the ``(B, L, T)`` input.
-        output_size: 1 (binary single logit), ``C`` or ``K``.
-        dropout: dropout before the head.
+    The arguments (``input_channels``, ``output_size``, ``dropout``) are
+    :class:`~deepecgkit.models.base.ECGClassifier`'s.
     """
 
     #: Whether each block carries a squeeze-and-excitation gate.

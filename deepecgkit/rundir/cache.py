@@ -18,6 +18,12 @@ listed as pending and left out of the digest, so it changes the digest, and
 is picked up, on the tick where it becomes readable. A metrics file without
 its final line break, or whose row is shorter than its header, is such a
 file (see :func:`~deepecgkit.rundir.read.read_run`).
+
+The platform recomputes per dataset, so the sensor and the discovery asset
+also need the state of each dataset's runs: :meth:`RunCache.dataset_digests`
+gives the same short digest per dataset over the runs the cache visited.
+Each saved line carries its run's dataset in a field of its own, so a
+sensor tick learns every run's dataset without decoding its record.
 """
 
 from __future__ import annotations
@@ -41,18 +47,28 @@ from deepecgkit.io import (
     read_regular_file,
 )
 from deepecgkit.rundir.format import METRICS_FILENAME
-from deepecgkit.rundir.read import find_run_candidates, read_run
+from deepecgkit.rundir.listing import ListingRecord
+from deepecgkit.rundir.read import find_run_candidate_paths, read_runs
 from deepecgkit.rundir.records import RunRecord, UnreadableRun
 
-__all__ = ["FileState", "RunCache", "TreeState", "metrics_file_state", "scan_tree_state"]
+__all__ = [
+    "FileState",
+    "RunCache",
+    "ScannedRun",
+    "TreeState",
+    "metrics_file_state",
+    "scan_tree_runs",
+    "scan_tree_state",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Hex characters of SHA-256 kept in a tree digest (64 bits: collisions are not a concern).
 DIGEST_LENGTH = 16
 #: Version of the cache file format; a file of another version is ignored. Version 3
-#: added unreadable runs' reasons and the records' ``suspect`` notes.
-CACHE_FORMAT_VERSION = 3
+#: added unreadable runs' reasons and the records' ``suspect`` notes; version 4 the
+#: dataset of each readable run as a field of its own (null for an unreadable run).
+CACHE_FORMAT_VERSION = 4
 
 
 class FileState(NamedTuple):
@@ -99,6 +115,32 @@ def _record_from_json(text: str) -> RunRecord:
     return record
 
 
+def _json_string(field: str) -> str | None:
+    """A field holding one JSON string, decoded; None when it holds anything else.
+
+    ``json.dumps`` escapes every quote, backslash, control and non-ASCII
+    character with a backslash, so between the quotes of a field of
+    printable ASCII without a backslash or another quote is the string
+    itself; only other fields go through the JSON decoder (100,000 decoder
+    calls are a tenth of a second a cache load need not pay).
+    """
+    inner = field[1:-1]
+    if (
+        len(field) >= 2
+        and field[0] == field[-1] == '"'
+        and inner.isascii()
+        and inner.isprintable()
+        and "\\" not in inner
+        and '"' not in inner
+    ):
+        return inner
+    try:
+        value = json.loads(field)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
 def _plausible_text(text: str) -> bool:
     """Whether a cached record's text can be whole: a JSON object or a JSON string, no NUL.
 
@@ -120,11 +162,12 @@ class _Entry:
     an :class:`UnreadableRun`. A saved cache holds each result as JSON text
     (a record as an object, an unreadable run's reason as a string);
     decoding 100,000 records costs seconds, and a sensor tick only needs to
-    know *whether* a run was readable, so the text is decoded only when the
-    result is asked for.
+    know *whether* a run was readable and its dataset, so the text is
+    decoded only when the result is asked for. ``dataset`` is the record's
+    dataset (None for an unreadable run).
     """
 
-    __slots__ = ("_result", "_text", "mtime_ns", "readable", "size")
+    __slots__ = ("_result", "_text", "dataset", "mtime_ns", "readable", "size")
 
     def __init__(
         self,
@@ -132,20 +175,26 @@ class _Entry:
         size: int,
         result: RunRecord | UnreadableRun | None,
         text: str | None = None,
+        dataset: str | None = None,
     ) -> None:
         self.mtime_ns, self.size = mtime_ns, size
         self._result, self._text = result, text
         if result is not None:
             self.readable = isinstance(result, RunRecord)
+            self.dataset = result.dataset if isinstance(result, RunRecord) else None
         else:
             self.readable = bool(text) and text.startswith("{")  # type: ignore[union-attr]
+            self.dataset = dataset
 
     def result(self, run_dir: Path) -> RunRecord | UnreadableRun:
         """The cached result; ``ValueError`` and friends when the saved text is damaged."""
         if self._result is None:
             text = self._text or ""
             if text.startswith("{"):
-                self._result = _record_from_json(text)
+                record = _record_from_json(text)
+                if record.dataset != self.dataset:
+                    raise ValueError("the saved dataset field disagrees with the record")
+                self._result = record
             else:
                 reason = json.loads(text)
                 if not isinstance(reason, str):
@@ -160,22 +209,36 @@ class _Entry:
             text = _record_to_json(self._result)
         else:
             text = json.dumps(self._result.reason)
-        return f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{text}"
+        dataset = json.dumps(self.dataset)
+        return f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{dataset}\t{text}"
 
 
 def _parse_line(line: str) -> tuple[str, _Entry] | None:
-    """One saved line as ``(run directory, entry)``; None when the line is damaged."""
-    fields = line.rstrip("\n").split("\t", 3)
-    if len(fields) != 4 or not _plausible_text(fields[3]):
+    """One saved line as ``(run directory, entry)``; None when the line is damaged.
+
+    A line is ``path, mtime (ns), size, dataset, result`` separated by tabs,
+    each of path, dataset and result as JSON (which escapes tabs and line
+    breaks); the dataset is a string for a readable run and null otherwise.
+    """
+    fields = line.rstrip("\n").split("\t", 4)
+    if len(fields) != 5 or not _plausible_text(fields[4]):
         return None
+    run_dir = _json_string(fields[0])
     try:
-        run_dir = json.loads(fields[0])
         mtime_ns, size = int(fields[1]), int(fields[2])
     except ValueError:
         return None
-    if not isinstance(run_dir, str):
+    if run_dir is None:
         return None
-    return run_dir, _Entry(mtime_ns, size, None, fields[3])
+    if fields[4].startswith("{"):
+        dataset = _json_string(fields[3])
+        if dataset is None:
+            return None
+    elif fields[3] == "null":
+        dataset = None
+    else:
+        return None
+    return run_dir, _Entry(mtime_ns, size, None, fields[4], dataset)
 
 
 class RunCache:
@@ -218,35 +281,65 @@ class RunCache:
         entry = self._current(state)
         return None if entry is None else entry.readable
 
+    def _lookup(self, run_dir: Path, state: FileState) -> RunRecord | UnreadableRun | None:
+        """The cached result for ``state``; None when the run must be parsed (again)."""
+        entry = self._current(state)
+        if entry is None:
+            return None
+        try:
+            result = entry.result(run_dir)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            self.damaged += 1
+            logger.warning(
+                "run cache %s: damaged record of %s dropped (%s); parsing the run again",
+                self._where(),
+                display_path(run_dir),
+                exc,
+            )
+            return None
+        self.hits += 1
+        return result
+
     def read(self, run_dir: Path) -> RunRecord | UnreadableRun:
         """The run's record (or why it is unreadable), parsed only when its metrics file changed."""
-        run_dir = run_dir if isinstance(run_dir, Path) else Path(run_dir)
-        state = metrics_file_state(run_dir)
-        if state is None:
-            self._entries.pop(os.fspath(run_dir), None)
-            self._visited.add(os.fspath(run_dir))
-            return read_run(run_dir)
-        entry = self._current(state)
-        if entry is not None:
-            try:
-                result = entry.result(run_dir)
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                self.damaged += 1
-                logger.warning(
-                    "run cache %s: damaged record of %s dropped (%s); parsing the run again",
-                    self._where(),
-                    display_path(run_dir),
-                    exc,
-                )
+        return self.read_many([run_dir], workers=1)[0]
+
+    def read_many(
+        self, run_dirs: Sequence[Path], *, workers: int | None = None
+    ) -> list[RunRecord | UnreadableRun]:
+        """:meth:`read` of every directory, in order, the misses parsed in parallel when many.
+
+        The misses go to :func:`~deepecgkit.rundir.read.read_runs`, which
+        parses them in ``workers`` processes (None: one per available CPU)
+        when there are at least
+        :data:`~deepecgkit.rundir.read.PARALLEL_MIN_RUNS`; results, counts
+        and cache contents are those of calling :meth:`read` on each.
+        :func:`~deepecgkit.rundir.read.discover_runs` calls this for a
+        ``reader`` that is a cache or its ``read`` method.
+        """
+        results: list[RunRecord | UnreadableRun | None] = []
+        misses: list[tuple[int, Path, FileState | None]] = []
+        for run_dir in run_dirs:
+            path = run_dir if isinstance(run_dir, Path) else Path(run_dir)
+            state = metrics_file_state(path)
+            if state is None:  # not a regular file: never cached, read_run says why
+                self._entries.pop(os.fspath(path), None)
+                self._visited.add(os.fspath(path))
+                cached = None
             else:
-                self.hits += 1
-                return result
-        self.misses += 1
-        result = read_run(run_dir)
-        # Stored under the state seen *before* parsing: if the file changed in
-        # between, the next lookup misses and parses again.
-        self._entries[state.path] = _Entry(state.mtime_ns, state.size, result)
-        return result
+                cached = self._lookup(path, state)
+            if cached is None:
+                misses.append((len(results), path, state))
+            results.append(cached)
+        parsed = read_runs([path for _, path, _ in misses], workers=workers)
+        for (index, _, state), result in zip(misses, parsed, strict=True):
+            results[index] = result
+            if state is not None:
+                # Stored under the state seen *before* parsing: if the file changed in
+                # between, the next lookup misses and parses again.
+                self.misses += 1
+                self._entries[state.path] = _Entry(state.mtime_ns, state.size, result)
+        return results  # type: ignore[return-value]
 
     def prune(self, keep: Iterable[str]) -> None:
         """Forget runs whose directories are no longer in ``keep``."""
@@ -266,6 +359,66 @@ class RunCache:
         before = len(self._entries)
         self.prune(self._visited)
         return before - len(self._entries)
+
+    def _dataset_paths(self) -> dict[str, list[str]]:
+        """The visited readable runs' directories by dataset, both sorted (see dataset_states)."""
+        groups: dict[str, list[str]] = {}
+        entries = self._entries
+        for path in self._visited:  # 100,000 runs at every sensor tick: no call per run
+            entry = entries.get(path)
+            if entry is None or entry.dataset is None or not entry.readable:
+                continue
+            group = groups.get(entry.dataset)
+            if group is None:
+                groups[entry.dataset] = group = []
+            group.append(path)
+        return {dataset: sorted(groups[dataset]) for dataset in sorted(groups)}
+
+    def dataset_states(self) -> dict[str, tuple[FileState, ...]]:
+        """The :class:`FileState` of every readable run visited, by dataset.
+
+        Visited are the runs looked up since the cache was created or
+        loaded (by :func:`scan_tree_state` or by :meth:`read` as the reader
+        of :func:`~deepecgkit.rundir.read.discover_runs`; both look up every
+        candidate). Unreadable runs are left out, as from
+        :attr:`TreeState.entries`, whose readable runs these are, grouped by
+        the dataset named in their metrics file.
+
+        Call it on a cache created or loaded for one complete scan: a cache
+        kept across scans still counts a run that vanished after it was
+        visited. No record is decoded (a loaded entry knows its dataset from
+        its own field of the saved line), so this costs a dictionary lookup
+        per run. The price: a scan trusts a saved line whose record is
+        damaged but whose dataset field is whole, where discovery, which
+        decodes it, parses the run again; the two maps can then differ until
+        the cache is saved again (one refresh too many, never a run lost).
+
+        Returns:
+            ``{dataset: states}``, datasets sorted by name and each
+            dataset's states sorted by path.
+        """
+        entries = self._entries
+        return {
+            dataset: tuple(FileState(p, entries[p].mtime_ns, entries[p].size) for p in paths)
+            for dataset, paths in self._dataset_paths().items()
+        }
+
+    def dataset_digests(self) -> dict[str, str]:
+        """The state digest of each dataset's readable runs visited (see :meth:`dataset_states`).
+
+        Each value is what :attr:`TreeState.digest` would be for a tree of
+        that dataset's runs alone, so a dataset's digest changes exactly
+        when one of its readable runs is added, changed or removed, and a
+        dataset without readable runs has no key. The sensor (after
+        :func:`scan_tree_state`) and the discovery asset (after
+        ``discover_runs(..., reader=cache.read)``) compute the same map for
+        the same tree. Keys are sorted.
+        """
+        entries = self._entries
+        return {
+            dataset: _digest([(p, entries[p].mtime_ns, entries[p].size) for p in paths])
+            for dataset, paths in self._dataset_paths().items()
+        }
 
     def save(self, path: Path | str | None = None) -> Path:
         """Write the cache (atomically): a header line, then one tab-separated line per run."""
@@ -346,11 +499,18 @@ class TreeState:
     digest: str
 
 
-def _digest(entries: Sequence[FileState]) -> str:
-    hasher = hashlib.sha256()
-    for entry in entries:
-        hasher.update(f"{entry.path}\t{entry.mtime_ns}\t{entry.size}\n".encode())
-    return hasher.hexdigest()[:DIGEST_LENGTH]
+def _digest(entries: Iterable[tuple[str, int, int]]) -> str:
+    """SHA-256 of one ``path<TAB>mtime<TAB>size<LF>`` line per :class:`FileState`, shortened.
+
+    Hashed as one text: 100,000 ``update`` calls cost more than the hashing.
+    """
+    text = "".join([f"{path}\t{mtime_ns}\t{size}\n" for path, mtime_ns, size in entries])
+    return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
+
+
+#: What a scan saw of one candidate: its directory, its metrics file's state (None when
+#: that is no regular file) and its dataset (None when the run is not readable).
+ScannedRun = tuple[str, FileState | None, str | None]
 
 
 def scan_tree_state(
@@ -366,18 +526,46 @@ def scan_tree_state(
     runs that cannot be read now (a half-written metrics file among them)
     and the directories that cannot be listed.
     """
+    return scan_tree_runs(roots, recursive=recursive, cache=cache)[0]
+
+
+def scan_tree_runs(
+    roots: Sequence[Path | str] | Path | str,
+    *,
+    recursive: bool = True,
+    cache: RunCache | None = None,
+    listing: ListingRecord | None = None,
+) -> tuple[TreeState, list[ScannedRun]]:
+    """:func:`scan_tree_state`, and what it saw of every candidate (:data:`ScannedRun`).
+
+    ``listing`` is passed to
+    :func:`~deepecgkit.rundir.read.find_run_candidate_paths`; with the
+    candidates it is what :class:`~deepecgkit.rundir.tree_index.TreeIndex`
+    is built from.
+    """
     cache = RunCache() if cache is None else cache
     readable: list[FileState] = []
-    candidates, problems = find_run_candidates(roots, recursive=recursive)
+    candidates, problems = find_run_candidate_paths(roots, recursive=recursive, listing=listing)
     pending = [display_path(problem.run_dir) for problem in problems]
+    looked_up: list[tuple[str, FileState | None, bool | None]] = []
     for run_dir in candidates:
         state = metrics_file_state(run_dir)
-        known = None if state is None else cache.known_readable(state)
-        if known is None and state is not None:
-            known = isinstance(cache.read(run_dir), RunRecord)
-        if known:
+        looked_up.append((run_dir, state, None if state is None else cache.known_readable(state)))
+    misses = [d for d, state, known in looked_up if known is None and state is not None]
+    parsed = cache.read_many([Path(run_dir) for run_dir in misses])  # in parallel when many
+    now_readable = {
+        d for d, result in zip(misses, parsed, strict=True) if isinstance(result, RunRecord)
+    }
+    runs: list[ScannedRun] = []
+    entries = cache._entries
+    for run_dir, state, known in looked_up:
+        if state is not None and (known or (known is None and run_dir in now_readable)):
             readable.append(state)
+            entry = entries.get(state.path)  # None only if the file vanished while parsed
+            runs.append((run_dir, state, None if entry is None else entry.dataset))
         else:
             pending.append(display_path(run_dir))
+            runs.append((run_dir, state, None))
     readable.sort()
-    return TreeState(entries=tuple(readable), pending=tuple(pending), digest=_digest(readable))
+    state = TreeState(entries=tuple(readable), pending=tuple(pending), digest=_digest(readable))
+    return state, runs

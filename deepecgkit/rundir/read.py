@@ -38,11 +38,14 @@ import io
 import json
 import logging
 import math
+import multiprocessing
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from deepecgkit.io import (
     REASON_MISSING,
@@ -75,6 +78,20 @@ from deepecgkit.rundir.format import (
     SPLIT_SIZE_KEYS,
 )
 from deepecgkit.rundir.int_columns import INT64_LIMIT
+from deepecgkit.rundir.listing import (
+    CHILD_LISTING,
+    PROBLEM_LIST,
+    PROBLEM_SEARCH,
+    ROOT_LISTING,
+    UNKNOWN_STAMP,
+    WALKED_LISTING,
+    ListingRecord,
+    child_directories,
+    directory_entries,
+    directory_stamp,
+    listing_signature,
+    metrics_entry_error,
+)
 from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, RunRecord, UnreadableRun
 
 __all__ = [
@@ -83,11 +100,14 @@ __all__ = [
     "ON_DUPLICATE_ERROR",
     "ON_DUPLICATE_NEWEST",
     "ON_DUPLICATE_POLICIES",
+    "BatchReader",
     "RunRecord",
     "UnreadableRun",
+    "available_cpus",
     "discover_runs",
     "encoder_checkpoints",
     "find_encoder_checkpoints",
+    "find_run_candidate_paths",
     "find_run_candidates",
     "find_run_directories",
     "is_run_directory",
@@ -99,6 +119,7 @@ __all__ = [
     "read_run",
     "read_run_file",
     "read_run_metrics",
+    "read_runs",
 ]
 
 logger = logging.getLogger(__name__)
@@ -111,6 +132,19 @@ ON_DUPLICATE_NEWEST = "newest"
 ON_DUPLICATE_ERROR = "error"
 ON_DUPLICATE_ALL = "all"
 ON_DUPLICATE_POLICIES = (ON_DUPLICATE_NEWEST, ON_DUPLICATE_ERROR, ON_DUPLICATE_ALL)
+
+#: Runs to parse from which :func:`read_runs` parses in forked worker processes.
+#: A run costs about 50 us to read and parse, so two workers save about 25 us a
+#: run; forking them costs a few tens of milliseconds, which a batch this size
+#: repays (see docs/benchmarks.md, "discovery").
+PARALLEL_MIN_RUNS = 5_000
+#: The same for spawned workers (a process running threads): each new interpreter
+#: imports numpy and pandas (about a second, in parallel), which only a batch
+#: this size repays on two cores.
+SPAWN_MIN_RUNS = 20_000
+#: Run directories per task sent to a worker: big enough that a task's round trip
+#: costs little next to reading it, small enough that the workers finish together.
+PARALLEL_CHUNK_RUNS = 500
 
 #: Reason of a metrics file that was listed by the scan and then could not be found.
 REASON_VANISHED = "vanished"
@@ -445,20 +479,39 @@ def _metrics_entry(directory: str, problems: list[UnreadableRun]) -> bool:
     the reader reports with its reason, instead of a directory nobody hears
     of. A directory that cannot be searched is added to ``problems``.
     """
-    try:
-        os.lstat(os.path.join(directory, METRICS_FILENAME))
-    except FileNotFoundError:
+    error = metrics_entry_error(directory)
+    if isinstance(error, PermissionError):
+        problems.append(_listing_problem(directory, error))
+    return error is None
+
+
+def _record_child(child: str, listing: ListingRecord, problems: list[UnreadableRun]) -> bool:
+    """:func:`_metrics_entry` of a flat scan's child, recording what a re-check needs.
+
+    A child without a metrics entry is recorded with its stamp, read before
+    a second look: if the entry appeared in between, the stamp is unknown,
+    so the next re-check looks again (the entry is not used now, as a scan
+    without a record would not use it either).
+    """
+    error = metrics_entry_error(child)
+    if error is None:
+        return True
+    if isinstance(error, PermissionError):
+        problems.append(_listing_problem(child, error))
+        listing.problems.append((PROBLEM_SEARCH, child))
         return False
-    except PermissionError as exc:
-        problems.append(_listing_problem(directory, exc))
-        return False
-    except OSError:
-        return False
-    return True
+    stamp = directory_stamp(child)
+    if metrics_entry_error(child) is None:
+        stamp = UNKNOWN_STAMP
+    listing.add(child, stamp, listing_signature(CHILD_LISTING, False, (), ()))
+    return False
 
 
 def _immediate_candidates(
-    root: str, real_root: str, problems: list[UnreadableRun]
+    root: str,
+    real_root: str,
+    problems: list[UnreadableRun],
+    listing: ListingRecord | None = None,
 ) -> list[tuple[str, str]]:
     """Children of ``root`` (symlinked ones included) holding a metrics entry.
 
@@ -467,18 +520,22 @@ def _immediate_candidates(
         ``realpath``; any other child resolves to the root's real path plus
         its own name, which costs no system call per run.
     """
+    stamp = UNKNOWN_STAMP if listing is None else directory_stamp(root)
     try:
-        with os.scandir(root) as entries:
-            children = [
-                (entry.path, _resolved_child(entry, real_root))
-                for entry in entries
-                if _is_directory(entry, follow=True)
-            ]
+        children, link_names = child_directories(root)
     except OSError as exc:
         logger.warning("cannot list run root %s; skipped", display_path(root))
         problems.append(_listing_problem(root, exc))
+        if listing is not None:
+            listing.problems.append((PROBLEM_LIST, root))
         return []
-    return [(child, resolved) for child, resolved in children if _metrics_entry(child, problems)]
+    found = [(entry.path, _resolved_child(entry, real_root)) for entry in children]
+    if listing is None:
+        return [(child, resolved) for child, resolved in found if _metrics_entry(child, problems)]
+    names = [entry.name for entry in children]
+    listing.add(root, stamp, listing_signature(ROOT_LISTING, False, names, link_names))
+    listing.add_links([os.path.join(root, name) for name in link_names])
+    return [(child, real) for child, real in found if _record_child(child, listing, problems)]
 
 
 def _resolved_child(entry: os.DirEntry, real_root: str) -> str:
@@ -490,21 +547,6 @@ def _resolved_child(entry: os.DirEntry, real_root: str) -> str:
     return os.path.realpath(entry.path) if is_link else os.path.join(real_root, entry.name)
 
 
-def _is_directory(entry: os.DirEntry, *, follow: bool) -> bool:
-    try:
-        return entry.is_dir(follow_symlinks=follow)
-    except OSError:
-        return False
-
-
-def _linked_directory(entry: os.DirEntry) -> bool:
-    """Whether ``entry`` is a symbolic link to an existing directory."""
-    try:
-        return entry.is_symlink() and entry.is_dir(follow_symlinks=True)
-    except OSError:
-        return False
-
-
 def _walk(
     start: str,
     real_start: str,
@@ -512,6 +554,7 @@ def _walk(
     found: list[tuple[str, str]],
     links: list[str],
     problems: list[UnreadableRun],
+    listing: ListingRecord | None = None,
 ) -> None:
     """Scan ``start`` and its descendants without following links; collect linked directories.
 
@@ -521,35 +564,47 @@ def _walk(
     directory holding a metrics entry, ``links`` the symbolic links to
     directories met on the way, and ``problems`` every directory that
     cannot be listed. A directory that vanishes mid-scan is skipped.
+    ``listing``, when given, records each directory listed (its stamp read
+    before the listing) and every link met.
     """
     pending = [(start, real_start)]
     visited.add(real_start)
     while pending:
         directory, real = pending.pop()
-        holds_metrics = False
+        stamp = UNKNOWN_STAMP if listing is None else directory_stamp(directory)
         try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    if entry.name == METRICS_FILENAME:
-                        holds_metrics = True
-                    elif _is_directory(entry, follow=False):
-                        child_real = os.path.join(real, entry.name)
-                        if child_real not in visited:
-                            visited.add(child_real)
-                            pending.append((entry.path, child_real))
-                    elif _linked_directory(entry):
-                        links.append(entry.path)
+            holds_metrics, subdirectories, link_entries = directory_entries(directory)
         except FileNotFoundError:
             logger.info("directory %s vanished during the scan", display_path(directory))
             continue
         except OSError as exc:
             problems.append(_listing_problem(directory, exc))
+            if listing is not None:
+                listing.problems.append((PROBLEM_LIST, directory))
             continue
+        prefix = real if real.endswith(os.sep) else real + os.sep
+        for name, path in subdirectories:
+            child_real = prefix + name
+            if child_real not in visited:
+                visited.add(child_real)
+                pending.append((path, child_real))
+        links.extend(path for _, path in link_entries if os.path.isdir(path))
+        if listing is not None:
+            signature = listing_signature(
+                WALKED_LISTING,
+                holds_metrics,
+                [name for name, _ in subdirectories],
+                [name for name, _ in link_entries],
+            )
+            listing.add(directory, stamp, signature)
+            listing.add_links([path for _, path in link_entries])
         if holds_metrics:
             found.append((directory, real))
 
 
-def _recursive_candidates(root: str, problems: list[UnreadableRun]) -> list[tuple[str, str]]:
+def _recursive_candidates(
+    root: str, problems: list[UnreadableRun], listing: ListingRecord | None = None
+) -> list[tuple[str, str]]:
     """``root`` and every descendant holding a metrics entry, symbolic links followed once.
 
     The tree is first walked without following links, so every directory
@@ -566,7 +621,7 @@ def _recursive_candidates(root: str, problems: list[UnreadableRun]) -> list[tupl
     visited: set[str] = set()
     found: list[tuple[str, str]] = []
     links: list[str] = []
-    _walk(root, os.path.realpath(root), visited, found, links, problems)
+    _walk(root, os.path.realpath(root), visited, found, links, problems, listing)
     while links:
         round_links, links = sorted(links), []
         for link in round_links:
@@ -574,7 +629,7 @@ def _recursive_candidates(root: str, problems: list[UnreadableRun]) -> list[tupl
             if real in visited:
                 logger.debug("skipping %s: its target was already scanned", display_path(link))
                 continue
-            _walk(link, real, visited, found, links, problems)
+            _walk(link, real, visited, found, links, problems, listing)
     return found
 
 
@@ -583,6 +638,26 @@ def find_run_candidates(
 ) -> tuple[list[Path], list[UnreadableRun]]:
     """Candidate run directories under ``roots``, and the directories that could not be searched.
 
+    The candidates of :func:`find_run_candidate_paths`, as :class:`~pathlib.Path` objects.
+    """
+    found, problems = find_run_candidate_paths(roots, recursive=recursive)
+    return [Path(directory) for directory in found], problems
+
+
+def find_run_candidate_paths(
+    roots: Sequence[Path | str] | Path | str,
+    *,
+    recursive: bool = False,
+    listing: ListingRecord | None = None,
+) -> tuple[list[str], list[UnreadableRun]]:
+    """Candidate run directories under ``roots`` as path strings, and the unsearchable directories.
+
+    A scan of a large tree (the sensor's, every minute) would spend a second
+    of 100,000 runs building :class:`~pathlib.Path` objects; these strings
+    are already in the form ``os.fspath(Path(...))`` gives (each root is
+    normalised as a Path would normalise it, and children are joined to it),
+    so a cache keyed by either form sees the same key.
+
     Args:
         roots: one root or a sequence of roots, scanned in the given order;
             roots that are not existing directories are skipped.
@@ -590,6 +665,10 @@ def find_run_candidates(
             (symlinked children included); True scans the root itself and
             every descendant, following symbolic links to directories once
             each (see :func:`_recursive_candidates`).
+        listing: filled with what each listing saw (its directory's stamp
+            read before it), so that :mod:`deepecgkit.rundir.tree_index`
+            can later prove nothing changed without listing the tree; costs
+            one more ``stat`` per listed directory.
 
     Returns:
         ``(candidates, problems)``. A candidate is a directory holding an
@@ -604,21 +683,23 @@ def find_run_candidates(
     if isinstance(roots, (str, os.PathLike)):
         roots = [roots]
     seen: set[str] = set()
-    candidates: list[Path] = []
+    candidates: list[str] = []
     problems: list[UnreadableRun] = []
     for root in roots:
-        root_text = os.fspath(root)
+        root_text = os.fspath(Path(root))
+        if listing is not None:
+            listing.add_root(root_text)
         if not os.path.isdir(root_text):
             continue
         if recursive:
-            found = _recursive_candidates(root_text, problems)
+            found = _recursive_candidates(root_text, problems, listing)
         else:
-            found = _immediate_candidates(root_text, os.path.realpath(root_text), problems)
+            found = _immediate_candidates(root_text, os.path.realpath(root_text), problems, listing)
         for directory, resolved in sorted(found):
             if resolved in seen:
                 continue
             seen.add(resolved)
-            candidates.append(Path(directory))
+            candidates.append(directory)
     unique = {str(problem.run_dir): problem for problem in reversed(problems)}
     return candidates, [unique[key] for key in dict.fromkeys(str(p.run_dir) for p in problems)]
 
@@ -682,6 +763,142 @@ def _read_with(
     return UnreadableRun(run_dir, "unreadable") if result is None else result
 
 
+# --- reading many runs in parallel -------------------------------------------------------------
+
+
+class BatchReader(Protocol):
+    """What :func:`discover_runs` asks for every candidate at once (a :class:`RunCache`)."""
+
+    def read_many(
+        self, run_dirs: Sequence[Path], *, workers: int | None = None
+    ) -> list[RunRecord | UnreadableRun]: ...
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def _read_chunk(run_dirs: list[str]) -> list[tuple[bool, tuple]]:
+    """A worker's task: :func:`read_run` of each directory, each result without its path.
+
+    The parent holds the paths already; sending a :class:`~pathlib.Path`
+    back would cost more to pickle than the rest of the record. Each item
+    is ``(readable, fields after run_dir)``.
+    """
+    results = []
+    for run_dir in run_dirs:
+        result = read_run(run_dir)
+        results.append((isinstance(result, RunRecord), tuple(result)[1:]))
+    return results
+
+
+def _rebuild(run_dir: Path, readable: bool, fields: tuple) -> RunRecord | UnreadableRun:
+    return RunRecord(run_dir, *fields) if readable else UnreadableRun(run_dir, *fields)
+
+
+def _start_method() -> str:
+    """``fork`` when this process runs one thread, else ``spawn``.
+
+    Forking is cheap (no interpreter start, nothing imported again, the
+    ``__main__`` of a script without a main guard is not run again) but not
+    safe while another thread may hold a lock; a platform process (Dagster)
+    runs threads, so it spawns.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
+def _read_in_workers(
+    run_dirs: Sequence[Path], workers: int, method: str
+) -> list[RunRecord | UnreadableRun]:
+    """:func:`read_run` of each directory in ``workers`` processes, in the given order.
+
+    A chunk whose worker failed (a worker killed, a pool that cannot
+    start) is read in this process instead, so a run is never lost to the
+    parallelism: the results are those of the serial path.
+    """
+    texts = [os.fspath(run_dir) for run_dir in run_dirs]
+    bounds = range(0, len(texts), PARALLEL_CHUNK_RUNS)
+    chunks = [texts[start : start + PARALLEL_CHUNK_RUNS] for start in bounds]
+    context = multiprocessing.get_context(method)
+    results: list[RunRecord | UnreadableRun] = []
+    try:
+        pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=context)
+        futures = [pool.submit(_read_chunk, chunk) for chunk in chunks]
+    except Exception as exc:  # no workers here (a daemon process...): read serially
+        logger.info("cannot start %d reader processes (%s); reading in this process", workers, exc)
+        return [read_run(run_dir) for run_dir in run_dirs]
+    with pool:
+        progress = logged_progress(
+            zip(bounds, futures, strict=True),
+            total=len(chunks),
+            what=f"batches of {PARALLEL_CHUNK_RUNS} run directories read",
+            logger=logger,
+            min_total=1,
+        )
+        for start, future in progress:
+            batch = run_dirs[start : start + PARALLEL_CHUNK_RUNS]
+            try:
+                items = future.result()
+            except Exception as exc:  # the runs are read here instead
+                logger.warning(
+                    "a reader process failed (%s); reading its runs in this process", exc
+                )
+                results += [read_run(run_dir) for run_dir in batch]
+                continue
+            results += [_rebuild(d, *item) for d, item in zip(batch, items, strict=True)]
+    return results
+
+
+def read_runs(
+    run_dirs: Sequence[Path], *, workers: int | None = None
+) -> list[RunRecord | UnreadableRun]:
+    """:func:`read_run` of every directory, in order, in parallel when there are many.
+
+    Args:
+        run_dirs: the directories to read.
+        workers: worker processes; None means one per available CPU
+            (:func:`available_cpus`), 1 reads in this process. Fewer than
+            :data:`PARALLEL_MIN_RUNS` directories (:data:`SPAWN_MIN_RUNS`
+            where the workers must be spawned, see :func:`_start_method`)
+            are read in this process, as they are from a daemonic process
+            (which may not start workers).
+
+    Returns:
+        One result per directory, equal to ``[read_run(d) for d in run_dirs]``:
+        parsing happens in the workers, and every bad run comes back as an
+        :class:`UnreadableRun` with its reason, never as an exception.
+    """
+    count = available_cpus() if workers is None else workers
+    method = _start_method()
+    smallest = max(PARALLEL_MIN_RUNS, SPAWN_MIN_RUNS if method == "spawn" else 0)
+    if count < 2 or len(run_dirs) < smallest or multiprocessing.current_process().daemon:
+        progress = logged_progress(
+            run_dirs,
+            total=len(run_dirs),
+            what="run directories read",
+            logger=logger,
+            min_total=PROGRESS_MIN_RUNS,
+        )
+        return [read_run(run_dir) for run_dir in progress]
+    return _read_in_workers(run_dirs, count, method)
+
+
+def _batch_reader(reader: object) -> BatchReader | None:
+    """The object whose ``read_many`` serves ``reader``: itself, or the owner of its ``read``."""
+    if hasattr(reader, "read_many"):
+        return reader  # type: ignore[return-value]
+    owner = getattr(reader, "__self__", None)
+    if getattr(reader, "__name__", None) == "read" and hasattr(owner, "read_many"):
+        return owner
+    return None
+
+
 def discover_runs(
     roots: Sequence[Path | str] | Path | str,
     *,
@@ -689,7 +906,8 @@ def discover_runs(
     include_legacy: bool = False,
     on_duplicate: str = ON_DUPLICATE_NEWEST,
     include_failed: bool = False,
-    reader: Callable[[Path], RunRecord | UnreadableRun | None] | None = None,
+    reader: Callable[[Path], RunRecord | UnreadableRun | None] | BatchReader | None = None,
+    workers: int | None = None,
 ) -> tuple[list[RunRecord], dict[str, list[str]]]:
     """Find and read every run under ``roots``, with a diagnostic for each one set aside.
 
@@ -707,7 +925,14 @@ def discover_runs(
         reader: reads one directory (default :func:`read_run`) and returns a
             record or an :class:`UnreadableRun` (None counts as unreadable
             without a reason); the platform passes a caching reader so that
-            unchanged runs are not parsed again.
+            unchanged runs are not parsed again. A :class:`BatchReader` (a
+            :class:`~deepecgkit.rundir.cache.RunCache`, or its ``read``
+            method) is asked for all candidates at once, so that it parses
+            its misses in parallel.
+        workers: processes that parse runs when there are at least
+            :data:`PARALLEL_MIN_RUNS` to parse (see :func:`read_runs`);
+            None means one per available CPU, 1 parses in this process. The
+            result is the same either way.
 
     Returns:
         ``(records, diagnostics)``. Records are sorted by (dataset, model,
@@ -734,19 +959,29 @@ def discover_runs(
             f"Unknown on_duplicate: {on_duplicate!r} "
             f"(choose from {', '.join(ON_DUPLICATE_POLICIES)})"
         )
-    read = read_run if reader is None else reader
     diagnostics: dict[str, list[str]] = {key: [] for key in DIAGNOSTIC_KEYS}
     records: list[RunRecord] = []
     candidates, problems = find_run_candidates(roots, recursive=recursive)
     diagnostics["unreadable"] += [problem.entry() for problem in problems]
-    for run_dir in logged_progress(
-        candidates,
-        total=len(candidates),
-        what="run directories read",
-        logger=logger,
-        min_total=PROGRESS_MIN_RUNS,
-    ):
-        record = _read_with(read, run_dir)
+    batch = None if reader is None else _batch_reader(reader)
+    results: Iterable[RunRecord | UnreadableRun]
+    if reader is None:
+        results = read_runs(candidates, workers=workers)
+    elif batch is not None:
+        results = batch.read_many(candidates, workers=workers)
+    else:
+        read = reader
+        results = (
+            _read_with(read, run_dir)  # type: ignore[arg-type]
+            for run_dir in logged_progress(
+                candidates,
+                total=len(candidates),
+                what="run directories read",
+                logger=logger,
+                min_total=PROGRESS_MIN_RUNS,
+            )
+        )
+    for run_dir, record in zip(candidates, results, strict=True):
         if isinstance(record, UnreadableRun):
             diagnostics["unreadable"].append(record.entry())
             continue

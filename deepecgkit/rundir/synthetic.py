@@ -28,7 +28,7 @@ concurrent reader never sees a half-written run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +81,8 @@ class SplitSizes:
     n_test_groups: int = 180
 
     def to_dict(self) -> dict[str, int]:
-        return {
-            "n_train": self.n_train,
-            "n_val": self.n_val,
-            "n_test": self.n_test,
-            "n_test_groups": self.n_test_groups,
-        }
+        """The fields by name, in ``split_info.json``'s order."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 A thin shell over :func:`deepecgkit.statistical_report.statistical_report`:
 it parses the options, calls the library and turns every user error into
 one line on stderr (``deepecg report: error: ...``) and a non-zero exit
-code, never a traceback.
+code, never a traceback. Run again with ``--overwrite`` into the same
+``--out``, it reuses the rows and figures of every unchanged run and pair
+(``report_cache.json.gz`` there) and writes what a clean build would.
 
 Exit codes: 0 when the report was written; 1 when a ROOT does not exist, no
 run directory is found, the output folder is refused, ``--reference`` names

@@ -23,6 +23,14 @@ silently. The checks, in order:
     and seed has newer predictions (ties: the lexicographically last
     ``run_id`` wins).
 
+Checks 4-8, and the parse of the predictions in check 1, depend only on the
+predictions file's name and bytes. Their outcome is a :class:`ContentVerdict`
+that a caller may keep and hand back (keyed by :func:`content_key`): a file
+whose hash has a verdict is not parsed again (except one that could not be
+parsed: that message names the file's path), and its predictions are parsed
+from the bytes already read only when a run or pair must be computed
+(:func:`predictions_of`).
+
 The module reads run directories and never modifies them.
 """
 
@@ -33,6 +41,7 @@ import json
 import logging
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,9 +68,12 @@ __all__ = [
     "STATUS_EXCLUDED",
     "STATUS_INCLUDED",
     "STATUS_PARTIAL",
+    "ContentVerdict",
     "RunInput",
     "ValidPredictions",
     "assess_runs",
+    "content_key",
+    "predictions_of",
     "seed_of",
 ]
 
@@ -120,6 +132,28 @@ class ValidPredictions:
         return int(self.prob.shape[1])
 
 
+@dataclass(frozen=True)
+class ContentVerdict:
+    """The outcome of parsing one predictions file and of checks 4-8: a function of its bytes.
+
+    Attributes:
+        reason: the exclusion reason (``unreadable`` for a file that cannot be
+            parsed, or one of checks 4-8), None for valid predictions.
+        detail: the exclusion's detail ("" when valid).
+        n_rows, n_groups: rows and distinct groups of valid predictions (check 10).
+    """
+
+    reason: str | None
+    detail: str = ""
+    n_rows: int = 0
+    n_groups: int = 0
+
+
+def content_key(name: str, sha256: str) -> str:
+    """The key of a predictions file's verdict: its name (which sets the parser) and hash."""
+    return f"{sha256}:{name}"
+
+
 @dataclass
 class RunInput:
     """One discovered run directory and the verdict of the identity contract."""
@@ -143,11 +177,16 @@ class RunInput:
     detail: str = ""
     partial_reasons: list[str] = field(default_factory=list)
     data: ValidPredictions | None = None
+    #: Checks 4-8 of the predictions (None before they ran or when there are none).
+    verdict: ContentVerdict | None = None
+    #: The predictions' bytes while a known verdict spares their parse (see predictions_of).
+    predictions_bytes: bytes | None = None
 
     def exclude(self, reason: str, detail: str) -> None:
         """Mark the run excluded with ``reason`` (the first failure wins)."""
         self.status, self.reason, self.detail = STATUS_EXCLUDED, reason, detail
         self.data = None
+        self.predictions_bytes = None
 
     @property
     def excluded(self) -> bool:
@@ -201,11 +240,13 @@ def _shown(values: Any) -> str:
     return text + (f" (+{len(items) - _MAX_SHOWN} more)" if len(items) > _MAX_SHOWN else "")
 
 
-def _load(run: RunInput) -> None:
+def _load(run: RunInput, known: Mapping[str, ContentVerdict]) -> None:
     """Fill the run from its files; raise ``_Unreadable`` for check 1.
 
     Metadata, split information and predictions are read once each, and
-    their recorded hashes are those of the very bytes that were parsed.
+    their recorded hashes are those of the very bytes that were parsed. A
+    predictions file whose key is in ``known`` is not parsed: its verdict is
+    taken and its bytes kept for :func:`predictions_of`.
     """
     contents = {}
     for name in HASHED_FILES:
@@ -229,12 +270,21 @@ def _load(run: RunInput) -> None:
         if found is None:
             raise _Unreadable(f"{run.predictions_file.name}: {REASON_MISSING}")
         data, info = found
-        run.files[run.predictions_file.name] = hashlib.sha256(data).hexdigest()
+        digest = hashlib.sha256(data).hexdigest()
+        run.files[run.predictions_file.name] = digest
+        run.predictions_mtime = info.st_mtime
+        verdict = known.get(content_key(run.predictions_file.name, digest))
+        # A parse failure's message names the file's path, so it is never taken as known.
+        if verdict is not None and verdict.reason != UNREADABLE:
+            run.verdict = verdict
+            if verdict.reason is None:
+                run.predictions_bytes = data
+            return
         try:
             run.frame = parse_predictions(data, run.predictions_file)
         except ValueError as exc:
+            run.verdict = ContentVerdict(UNREADABLE, str(exc))
             raise _Unreadable(str(exc)) from exc
-        run.predictions_mtime = info.st_mtime
 
 
 # --- checks 5-8 on the predictions table -------------------------------------------------------
@@ -300,49 +350,69 @@ def _malformed(frame: pd.DataFrame) -> tuple[str | None, ValidPredictions | None
     )
 
 
-def _check_content(run: RunInput, frame: pd.DataFrame) -> None:
-    """Checks 4-8 on the predictions table of ``run``."""
+def _content_verdict(frame: pd.DataFrame) -> tuple[ContentVerdict, ValidPredictions | None]:
+    """Checks 4-8 on a predictions table: the verdict, and the arrays when valid."""
     multilabel = [c for c in frame.columns if _MULTILABEL_COLUMN.fullmatch(c)]
     if multilabel:
-        run.exclude(
+        return ContentVerdict(
             MULTILABEL_UNSUPPORTED,
             f"multi-label predictions ({len(multilabel)} y_true_<k> columns); the report "
             "handles single-label runs only",
-        )
-        return
+        ), None
     problem, data = _malformed(frame)
     if data is None:
-        run.exclude(MALFORMED_PREDICTIONS, problem or "")
-        return
+        return ContentVerdict(MALFORMED_PREDICTIONS, problem or ""), None
     deviation = np.abs(data.prob.sum(axis=1) - 1.0)
     off = deviation > PROBABILITY_SUM_TOLERANCE
     if off.any():
-        run.exclude(
+        return ContentVerdict(
             NON_NORMALISED,
             f"{int(off.sum())} of {off.size} rows have |sum of probabilities - 1| > "
             f"{PROBABILITY_SUM_TOLERANCE} (worst deviation {float(deviation.max()):.6g}); "
             "not renormalised",
-        )
-        return
+        ), None
     ids, counts = np.unique(data.sample_id, return_counts=True)
     if (counts > 1).any():
         repeated = ids[counts > 1]
-        run.exclude(
+        return ContentVerdict(
             DUPLICATE_SAMPLE,
             f"{repeated.size} sample_id values occur more than once: {_shown(repeated.tolist())}",
-        )
-        return
+        ), None
     pairs = pd.DataFrame({"group": data.group_id, "label": data.y_true}).drop_duplicates()
     label_counts = pairs.groupby("group", sort=True)["label"].nunique()
     conflicting = label_counts.index[label_counts > 1]
     if len(conflicting):
-        run.exclude(
+        return ContentVerdict(
             CONFLICTING_GROUP_LABEL,
             f"{len(conflicting)} group_id values carry more than one y_true: "
             f"{_shown(conflicting.tolist())}",
+        ), None
+    n_groups = int(label_counts.size)
+    return ContentVerdict(None, n_rows=int(data.sample_id.size), n_groups=n_groups), data
+
+
+def _apply_verdict(run: RunInput, verdict: ContentVerdict) -> None:
+    run.verdict = verdict
+    if verdict.reason is not None:
+        run.exclude(verdict.reason, verdict.detail)
+
+
+def predictions_of(run: RunInput) -> ValidPredictions:
+    """The validated predictions of an included run, parsed from its kept bytes when needed.
+
+    Raises:
+        ValueError: the run has no valid predictions (it is not included).
+    """
+    if run.data is None and run.predictions_bytes is not None and run.predictions_file:
+        verdict, run.data = _content_verdict(
+            parse_predictions(run.predictions_bytes, run.predictions_file)
         )
-        return
-    run.data = data
+        if verdict != run.verdict:  # the same bytes and code give the same verdict
+            raise ValueError(f"run {run.run_id}: predictions verdict {verdict} != {run.verdict}")
+        run.predictions_bytes = None
+    if run.data is None:
+        raise ValueError(f"run {run.run_id} has no validated predictions; it is not included")
+    return run.data
 
 
 # --- checks 9-11 across runs ------------------------------------------------------------------
@@ -391,7 +461,7 @@ def _check_fingerprint(
         )
 
 
-def _partial_reasons(run: RunInput, data: ValidPredictions) -> list[tuple[str, str]]:
+def _partial_reasons(run: RunInput, verdict: ContentVerdict) -> list[tuple[str, str]]:
     """Check 10: every partial reason with its detail, in the specified order."""
     reasons: list[tuple[str, str]] = []
     if run.metadata is None:
@@ -413,8 +483,7 @@ def _partial_reasons(run: RunInput, data: ValidPredictions) -> list[tuple[str, s
             (MISSING_SPLIT_INFO, f"{SPLIT_INFO_FILENAME} lacks an integer n_test or n_test_groups")
         )
     else:
-        n_rows = int(data.sample_id.size)
-        n_groups = int(np.unique(data.group_id).size)
+        n_rows, n_groups = verdict.n_rows, verdict.n_groups
         if n_rows != sizes["n_test"] or n_groups != sizes["n_test_groups"]:
             reasons.append(
                 (
@@ -445,24 +514,33 @@ def _resolve_duplicates(runs: list[RunInput]) -> None:
                 )
 
 
-def assess_runs(run_dirs: list[tuple[str, Path]], *, allow_partial: bool) -> list[RunInput]:
+def assess_runs(
+    run_dirs: list[tuple[str, Path]],
+    *,
+    allow_partial: bool,
+    known: Mapping[str, ContentVerdict] | None = None,
+) -> list[RunInput]:
     """Apply the identity contract to every discovered run directory.
 
     Args:
         run_dirs: ``(run_id, resolved path)`` of each discovered run directory.
         allow_partial: admit runs whose only failures are partial reasons
             (exploratory override; never admits a run failing another check).
+        known: verdicts of predictions files met before, by :func:`content_key`;
+            a file found here is not parsed (its run's ``verdict`` is this one).
 
     Returns:
         One :class:`RunInput` per directory, in the given order, with
         ``status`` ``included``, ``partial`` or ``excluded`` and, when
         excluded, ``reason`` and ``detail``. Included and partial runs carry
-        their validated predictions in ``data``.
+        their validated predictions in ``data``, or, when the verdict was
+        known, the bytes :func:`predictions_of` parses on demand.
     """
+    known = {} if known is None else known
     runs = [RunInput(run_id=run_id, path=path) for run_id, path in run_dirs]
     for run in runs:
         try:
-            _load(run)
+            _load(run, known)
         except _Unreadable as exc:
             run.exclude(UNREADABLE, str(exc))
             continue
@@ -474,19 +552,22 @@ def assess_runs(run_dirs: list[tuple[str, Path]], *, allow_partial: bool) -> lis
                 f"returncode {run.returncode}" + (f": {error}" if isinstance(error, str) else ""),
             )
             continue
-        if run.frame is None:
+        if run.frame is not None:
+            verdict, run.data = _content_verdict(run.frame)
+            _apply_verdict(run, verdict)
+        elif run.verdict is not None:
+            _apply_verdict(run, run.verdict)
+        else:
             run.exclude(NO_PREDICTIONS, "neither predictions.csv nor predictions.txt")
-            continue
-        _check_content(run, run.frame)
     references = _reference_fingerprints(runs)
     for run in runs:
-        if run.excluded or run.data is None:
+        if run.excluded or run.verdict is None or run.verdict.reason is not None:
             continue
         if run.fingerprint is not None:
             _check_fingerprint(run, references, runs)
             if run.excluded:
                 continue
-        reasons = _partial_reasons(run, run.data)
+        reasons = _partial_reasons(run, run.verdict)
         if not reasons:
             run.status = STATUS_INCLUDED
         elif allow_partial:

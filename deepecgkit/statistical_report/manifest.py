@@ -21,6 +21,7 @@ import deepecgkit
 from deepecgkit.analysis.compare.mcnemar import MCNEMAR_CAVEAT, MCNEMAR_CAVEAT_CODE
 from deepecgkit.io import display_path, json_text
 from deepecgkit.statistical_report.identity import RunInput
+from deepecgkit.statistical_report.tables import run_identity
 
 __all__ = [
     "INTERVAL_STATEMENT",
@@ -100,15 +101,7 @@ def _input_entry(run: RunInput) -> dict[str, Any]:
 
 
 def _included_entry(run: RunInput) -> dict[str, Any]:
-    return {
-        "run_id": run.run_id,
-        "model": run.model,
-        "dataset": run.dataset,
-        "seed": run.seed,
-        "params_fingerprint": run.fingerprint,
-        "partial": bool(run.partial_reasons),
-        "partial_reasons": list(run.partial_reasons),
-    }
+    return {**run_identity(run), "partial_reasons": list(run.partial_reasons)}
 
 
 def _caveats(

@@ -19,19 +19,37 @@ files. The title is also stored in each file's metadata (PNG text chunk,
 PDF info dictionary), so a reader or test can check what a figure claims
 without parsing pixels. matplotlib is imported only inside
 :func:`render_reliability`, so ``--no-plots`` never imports it.
+
+A report draws one PNG per run, and most of a figure is the same in every
+one of them: the tick labels of the fixed probability axes and the axis
+labels, whose glyphs cost most of a draw. :func:`render_reliability`
+therefore keeps one figure per layout (bin count and title line count) on
+each thread, with those unchanging texts drawn once into a background
+image, and per run only updates the data, the title and the fraction axis
+(whose ticks follow the data) and draws them over that background. The
+unchanging texts touch no pixel that anything else touches, so the PNG is
+byte for byte the one a freshly built figure saves
+(``tests/analysis/compare/test_reliability_plot.py`` checks it); the PDF
+is always drawn from a fresh figure.
 """
 
 from __future__ import annotations
 
 import io
 import textwrap
-from typing import TYPE_CHECKING
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
 
 __all__ = ["PNG_DPI", "reliability_figure", "reliability_title", "render_reliability"]
 
@@ -63,6 +81,9 @@ _XLABEL_OFFSET_INCHES = 0.3
 _PROBABILITY_TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 #: Characters per title line before a long no-interval reason wraps.
 _TITLE_WIDTH = 70
+#: Reusable figures kept per thread (one per bin count and title line count;
+#: a report has one bin count and titles of two to four lines).
+_MAX_CACHED_LAYOUTS = 8
 
 
 def reliability_title(
@@ -199,16 +220,123 @@ def render_reliability(
     Returns:
         Bytes by format, ``"png"`` first (at :data:`PNG_DPI`), then ``"pdf"``
         when requested. Neither holds a timestamp; both carry ``title`` in
-        their metadata.
+        their metadata. The PNG is drawn on this thread's reusable figure of
+        the layout (see the module docstring) and equals, byte for byte, the
+        PNG of :func:`reliability_figure` saved at :data:`PNG_DPI`.
     """
-    figure = reliability_figure(rows, bins, title=title)
-    png = io.BytesIO()
-    figure.savefig(png, format="png", dpi=PNG_DPI, metadata={"Title": title})
-    rendered = {"png": png.getvalue()}
+    rendered = {"png": _reusable_figure(rows, bins, title).png(rows, title)}
     if pdf:
+        figure = reliability_figure(rows, bins, title=title)
         vector = io.BytesIO()
         figure.savefig(
             vector, format="pdf", metadata={"Title": title, "CreationDate": None, "ModDate": None}
         )
         rendered["pdf"] = vector.getvalue()
     return rendered
+
+
+@dataclass
+class _ReusableFigure:
+    """One layout's figure, its data artists and the background of its unchanging texts.
+
+    ``background`` is the RGBA image of the figure's face with only the
+    texts that are the same for every run of the layout: the upper panel's
+    y tick labels, the lower panel's x tick labels and the three axis
+    labels. :meth:`png` draws everything else over a copy of it.
+    """
+
+    figure: Figure
+    upper: Axes
+    lower: Axes
+    curve: Line2D
+    gaps: LineCollection
+    bars: list[Any]
+    heading: Text
+    background: Any = None
+
+    def _show_changing_parts(self, shown: bool) -> None:
+        """Show only the parts that change (True) or only the unchanging texts (False)."""
+        self.figure.patch.set_visible(not shown)
+        self.heading.set_visible(shown)
+        for axes in (self.upper, self.lower):
+            axes.patch.set_visible(shown)
+            for spine in axes.spines.values():
+                spine.set_visible(shown)
+            for artist in (*axes.lines, *axes.collections, *axes.patches):
+                artist.set_visible(shown)
+            axes.tick_params(left=shown, bottom=shown)
+            axes.yaxis.label.set_visible(not shown)
+            axes.xaxis.label.set_visible(not shown)
+        legend = self.upper.get_legend()
+        if legend is not None:
+            legend.set_visible(shown)
+        # The upper panel's x tick labels are hidden by the shared x axis.
+        self.upper.tick_params(labelleft=not shown)
+        self.lower.tick_params(labelbottom=not shown, labelleft=shown)
+
+    def _update(self, rows: pd.DataFrame, title: str) -> None:
+        """Give the artists this run's data and title, as :func:`reliability_figure` would."""
+        confidence = rows["mean_confidence"].to_numpy(dtype=np.float64)
+        accuracy = rows["accuracy"].to_numpy(dtype=np.float64)
+        filled = np.isfinite(confidence) & np.isfinite(accuracy)
+        self.curve.set_data(confidence, accuracy)
+        x, y = confidence[filled], accuracy[filled]
+        self.gaps.set_segments([[(a, b), (a, a)] for a, b in zip(x, y, strict=True)])
+        for bar, height in zip(self.bars, rows["fraction"].to_numpy(dtype=np.float64), strict=True):
+            bar.set_height(height)
+        self.lower.relim()
+        self.lower.autoscale_view()
+        self.heading.set_text(title)
+
+    def png(self, rows: pd.DataFrame, title: str) -> bytes:
+        """This run's PNG: the background, then the run's parts drawn over it."""
+        from matplotlib.image import imsave
+
+        canvas = self.figure.canvas
+        if self.background is None:
+            self._show_changing_parts(False)
+            canvas.draw()
+            self.background = canvas.copy_from_bbox(self.figure.bbox)
+            self._show_changing_parts(True)
+        self._update(rows, title)
+        renderer = canvas.get_renderer()
+        canvas.restore_region(self.background)
+        self.figure.draw(renderer)
+        png = io.BytesIO()
+        # What FigureCanvasAgg.print_png does after its own draw.
+        imsave(
+            png,
+            canvas.buffer_rgba(),
+            format="png",
+            origin="upper",
+            dpi=self.figure.dpi,
+            metadata={"Title": title},
+        )
+        return png.getvalue()
+
+
+_reusable = threading.local()
+
+
+def _reusable_figure(rows: pd.DataFrame, bins: int, title: str) -> _ReusableFigure:
+    """This thread's figure for ``bins`` bins and ``title``'s line count, built on first use."""
+    cache: dict[tuple[int, int], _ReusableFigure] = getattr(_reusable, "figures", None) or {}
+    _reusable.figures = cache
+    key = (bins, title.count("\n") + 1)
+    if key not in cache:
+        if len(cache) >= _MAX_CACHED_LAYOUTS:
+            cache.pop(next(iter(cache)))
+        figure = reliability_figure(rows, bins, title=title)
+        figure.set_dpi(PNG_DPI)
+        upper, lower = figure.axes
+        curve = next(line for line in upper.lines if line.get_marker() == "o")
+        cache[key] = _ReusableFigure(
+            figure=figure,
+            upper=upper,
+            lower=lower,
+            curve=curve,
+            gaps=upper.collections[0],
+            bars=list(lower.patches),
+            heading=next(text for text in figure.texts if text.get_text() == title),
+        )
+    return cache[key]

@@ -10,12 +10,21 @@ both levels' point values and a reliability table and figure; with a
 reference model, every other model's run on the same dataset and seed is
 compared with the reference run (paired group bootstrap and McNemar).
 
-Every file is written atomically, CSVs first, then figures, and
-``manifest.json`` last, so the manifest's presence marks a complete report.
-With ``overwrite``, the old manifest is removed before the first new file is
-written, so a rewrite interrupted half-way (a crash, kill -9) leaves no
-manifest that vouches for files it no longer describes. Nothing else in the
-output folder is deleted: the files this call produces replace their
+A rebuild into the folder of an earlier report reuses the rows and
+figures of every run whose predictions, identity and settings are unchanged
+and of every comparison whose two runs are unchanged
+(:mod:`~deepecgkit.statistical_report.reuse`, ``report_cache.json.gz``);
+only new or changed runs and pairs are computed, and the files written are
+byte for byte those of a clean build of the same inputs.
+
+Every file is written atomically, CSVs first, then figures, the reuse cache,
+and ``manifest.json`` last, so the manifest's presence marks a complete
+report. With ``overwrite``, the old manifest is removed before the first new
+file is written, so a rewrite interrupted half-way (a crash, kill -9) leaves
+no manifest that vouches for files it no longer describes. The only files
+removed are figures an earlier report wrote (listed in its manifest or
+cache) that this one does not write, such as those of a deleted run, so the
+folder equals a clean build's; the files this call produces replace their
 namesakes and others are left alone (and are not listed in the new manifest).
 """
 
@@ -25,9 +34,9 @@ import json
 import logging
 import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pandas as pd
@@ -47,9 +56,11 @@ from deepecgkit.analysis.constants import (
 )
 from deepecgkit.analysis.statistics import holm_adjust
 from deepecgkit.io import (
+    UnreadableFileError,
     atomic_write_bytes,
     display_path,
     frame_csv_text,
+    read_regular_file,
     remove_file,
     safe_name,
     short_hash,
@@ -63,6 +74,17 @@ from deepecgkit.statistical_report.manifest import (
     build_manifest,
     manifest_bytes,
     sha256_bytes,
+    versions,
+)
+from deepecgkit.statistical_report.reuse import (
+    CACHE_FILENAME,
+    DamagedEntry,
+    ReportCache,
+    RowReuse,
+    decode_verdicts,
+    environment,
+    figure_files,
+    figure_key,
 )
 from deepecgkit.statistical_report.tables import (
     EXCLUSION_COLUMNS,
@@ -71,10 +93,9 @@ from deepecgkit.statistical_report.tables import (
     PAIRED_COLUMNS,
     RELIABILITY_COLUMNS,
     RUN_SUMMARY_COLUMNS,
+    PairOutcome,
     ReportSettings,
     RunScores,
-    compare_pair,
-    score_run,
     table,
     withheld_intervals,
 )
@@ -93,6 +114,8 @@ OUTPUT_FILES = (
     "exclusions.csv",
 )
 FIGURES_FOLDER = "figures"
+FIGURE_PREFIX = "reliability_"
+FIGURE_FORMATS = ("png", "pdf")
 SCOPE_RUN = "run"
 SCOPE_COMPARISON = "comparison"
 NO_REFERENCE_RUN = "no_reference_run"
@@ -118,7 +141,11 @@ class ReportResult:
         run_summary, level_metrics, reliability, paired_comparisons, mcnemar,
             exclusions: the six tables exactly as written to CSV.
         manifest: the manifest as written to ``manifest.json`` (NaN as None).
-        figures: absolute paths of the figures written by this call.
+        figures: absolute paths of the report's figures (written or kept by this call).
+        reused_runs, computed_runs: included runs whose rows came from the
+            reuse cache, and those bootstrapped now.
+        reused_pairs, computed_pairs: the same for the comparisons that were run
+            (a candidate with a reference run), rejected comparisons included.
     """
 
     out_dir: Path
@@ -130,6 +157,10 @@ class ReportResult:
     exclusions: pd.DataFrame
     manifest: dict[str, Any]
     figures: tuple[Path, ...]
+    reused_runs: int = 0
+    computed_runs: int = 0
+    reused_pairs: int = 0
+    computed_pairs: int = 0
 
 
 # --- settings, roots and the output folder -----------------------------------------------------
@@ -264,9 +295,14 @@ def _comparison_row(
 
 
 def _comparisons(
-    included: list[RunInput], reference_model: str, settings: ReportSettings
+    included: list[RunInput],
+    reference_model: str,
+    compare: Callable[[RunInput, RunInput], PairOutcome],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Paired rows, McNemar rows and comparison-scope exclusions against the reference model."""
+    """Paired rows, McNemar rows and comparison-scope exclusions against the reference model.
+
+    ``compare(reference, candidate)`` gives one pair's outcome (computed or reused).
+    """
     references = {
         (run.dataset, run.seed): run
         for run in included
@@ -302,7 +338,7 @@ def _comparisons(
                 )
             )
             continue
-        outcome = compare_pair(reference, candidate, settings=settings)
+        outcome = compare(reference, candidate)
         if outcome.reason is not None:
             rejected.append(_comparison_row(candidate, reference, outcome.reason, outcome.detail))
             continue
@@ -345,6 +381,30 @@ def _figure_stem(run: RunInput) -> str:
     return f"reliability_{model}_{dataset}_seed{seed}_{digest}"
 
 
+def _kept_figure(
+    out_dir: Path, files: list[dict[str, str]], stem: str
+) -> list[tuple[str, str, bytes | None]] | None:
+    """``(relative path, format, bytes or None when already in place)`` of a stored figure.
+
+    None when a stored file is missing or its bytes no longer have the
+    recorded hash (it is drawn again). Bytes are returned only for a file
+    whose name changed (the run was renamed), to be written under the new name.
+    """
+    kept = []
+    for item in files:
+        if item["format"] not in FIGURE_FORMATS:
+            return None
+        try:
+            data, _ = read_regular_file(out_dir / item["path"])
+        except UnreadableFileError:
+            return None
+        if sha256_bytes(data) != item["sha256"]:
+            return None
+        relative = f"{FIGURES_FOLDER}/{stem}.{item['format']}"
+        kept.append((relative, item["format"], None if relative == item["path"] else data))
+    return kept
+
+
 def _write_figures(
     out_dir: Path,
     included: list[RunInput],
@@ -353,51 +413,135 @@ def _write_figures(
     bins: int,
     *,
     pdf: bool,
+    reuse: RowReuse,
 ) -> tuple[list[dict[str, str]], list[Path], str]:
-    """Draw and write each included run's PNG (and PDF); return entries, paths, source hash."""
+    """Draw (or keep) each included run's PNG (and PDF); return entries, paths, source hash.
+
+    A figure whose key (run key, ``pdf``, plotting source, matplotlib
+    version) is in the previous cache and whose files still have their
+    recorded hashes is kept instead of drawn.
+    """
+    import matplotlib
+
     from deepecgkit.statistical_report import reliability_plot
 
+    source = sha256_bytes(Path(reliability_plot.__file__).read_bytes())
     entries: list[dict[str, str]] = []
     paths: list[Path] = []
+    curves = (
+        reliability.groupby(["run_id", "curve"], sort=False).indices if len(reliability) else {}
+    )
     for run in logged_progress(
         included, total=len(included), what="reliability diagrams drawn", logger=logger
     ):
         score = scores[run.run_id]
-        rows = reliability[
-            (reliability["run_id"] == run.run_id) & (reliability["curve"] == score.figure_curve)
-        ]
-        title = reliability_plot.reliability_title(
-            str(run.model),
-            str(run.dataset),
-            run.seed,
-            n_groups=score.n_groups,
-            ece=score.ece,
-            bins=bins,
-            partial=bool(run.partial_reasons),
-            no_interval_reason=score.no_interval_reason,
-            withheld=score.withheld,
-            classwise_ece=score.classwise_ece,
-            curve=score.figure_curve,
-        )
-        rendered = reliability_plot.render_reliability(rows, bins, title=title, pdf=pdf)
         stem = _figure_stem(run)
-        for extension, data in rendered.items():
-            relative = f"{FIGURES_FOLDER}/{stem}.{extension}"
-            paths.append(atomic_write_bytes(out_dir / relative, data))
-            entries.append(
-                {
-                    "run_id": run.run_id,
-                    "path": relative,
-                    "format": extension,
-                    "sha256": sha256_bytes(data),
-                }
+        key = figure_key(
+            reuse.run_keys[run.run_id],
+            pdf=pdf,
+            plotting_source_sha256=source,
+            matplotlib=matplotlib.__version__,
+        )
+        files = reuse.kept.figures.get(key, reuse.previous.figures.get(key))
+        kept = None
+        if files is not None:
+            try:
+                kept = _kept_figure(out_dir, figure_files(files), stem)
+            except DamagedEntry as exc:
+                logger.warning("report cache figure of %s ignored: %s", run.run_id, exc)
+        written: list[dict[str, str]] = []
+        if kept is not None:
+            for relative, extension, data in kept:
+                if data is not None:
+                    atomic_write_bytes(out_dir / relative, data)
+                paths.append(out_dir / relative)
+                digest = next(f["sha256"] for f in files if f["format"] == extension)
+                written.append({"path": relative, "format": extension, "sha256": digest})
+        else:
+            rows = reliability.iloc[curves.get((run.run_id, score.figure_curve), [])]
+            title = reliability_plot.reliability_title(
+                str(run.model),
+                str(run.dataset),
+                run.seed,
+                n_groups=score.n_groups,
+                ece=score.ece,
+                bins=bins,
+                partial=bool(run.partial_reasons),
+                no_interval_reason=score.no_interval_reason,
+                withheld=score.withheld,
+                classwise_ece=score.classwise_ece,
+                curve=score.figure_curve,
             )
-    source = Path(reliability_plot.__file__).read_bytes()
-    return entries, paths, sha256_bytes(source)
+            rendered = reliability_plot.render_reliability(rows, bins, title=title, pdf=pdf)
+            for extension, data in rendered.items():
+                relative = f"{FIGURES_FOLDER}/{stem}.{extension}"
+                paths.append(atomic_write_bytes(out_dir / relative, data))
+                written.append(
+                    {"path": relative, "format": extension, "sha256": sha256_bytes(data)}
+                )
+        reuse.kept.figures.setdefault(key, written)
+        entries.extend({"run_id": run.run_id, **item} for item in written)
+    return entries, paths, source
+
+
+def _earlier_figures(out_dir: Path, previous: ReportCache) -> set[str]:
+    """Figures an earlier report in ``out_dir`` wrote: its manifest's and its cache's.
+
+    Only names of the report's own figures count (``figures/reliability_*.png``
+    or ``.pdf``, one level deep), whatever a damaged file lists.
+    """
+    listed: list[Any] = []
+    try:
+        data, _ = read_regular_file(out_dir / MANIFEST_FILENAME)
+        manifest = json.loads(data.decode("utf-8"))
+        listed.extend(entry.get("path") for entry in manifest.get("figures", []))
+    except (UnreadableFileError, UnicodeDecodeError, ValueError, AttributeError, TypeError):
+        pass
+    for files in previous.figures.values():
+        if isinstance(files, list):
+            listed.extend(item.get("path") for item in files if isinstance(item, dict))
+    earlier = set()
+    for path in listed:
+        if not isinstance(path, str):
+            continue
+        parts = PurePosixPath(path).parts
+        if (
+            len(parts) == 2
+            and parts[0] == FIGURES_FOLDER
+            and parts[1].startswith(FIGURE_PREFIX)
+            and PurePosixPath(parts[1]).suffix[1:] in FIGURE_FORMATS
+        ):
+            earlier.add(path)
+    return earlier
+
+
+def _remove_stale_figures(out_dir: Path, earlier: set[str], current: list[dict[str, str]]) -> None:
+    """Remove the earlier report's figures this report did not write; drop an emptied folder."""
+    stale = earlier - {entry["path"] for entry in current}
+    for relative in sorted(stale):
+        if remove_file(out_dir / relative):
+            logger.info("removed %s: no run of this report draws it", relative)
+    folder = out_dir / FIGURES_FOLDER
+    if stale and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def _check_sources(
+    roots: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] | None,
+    run_dirs: Sequence[str | os.PathLike[str]] | None,
+) -> tuple[list[Path], list[Path], list[UnreadableRun]]:
+    """``(roots, found run directories, unlisted directories)`` from what the caller gave."""
+    if roots is None and run_dirs is None:
+        raise ComparisonError("give the folders to search (roots) or the run directories")
+    root_paths = [] if roots is None else _check_roots(roots)
+    if run_dirs is not None:
+        return root_paths, [Path(run_dir) for run_dir in run_dirs], []
+    found, unlisted = find_run_candidates(root_paths, recursive=True)
+    return root_paths, found, unlisted
 
 
 def statistical_report(
-    roots: Sequence[str | os.PathLike[str]],
+    roots: Sequence[str | os.PathLike[str]] | None,
     out_dir: str | os.PathLike[str],
     *,
     bins: int = REPORT_BINS,
@@ -416,8 +560,12 @@ def statistical_report(
     Args:
         roots: folders searched at any depth for run directories (a folder
             holding ``classification_metrics.csv``); a root may itself be one.
-            With ``run_dirs`` they are not searched, only used to name the runs.
-        out_dir: report folder; created if missing.
+            With ``run_dirs`` they are not searched, only used to name the
+            runs, and may be None: runs are then named relative to the common
+            folder of the run directories (its parent when that is itself a
+            run directory), and the manifest lists no roots.
+        out_dir: report folder; created if missing. An earlier report there
+            lends the rows and figures of its unchanged runs and pairs.
         bins: equal-width bins of the report's group-level ECE and diagrams (>= 1).
         n_resamples: bootstrap resamples per run and per pair (>= 1).
         confidence_level: two-sided coverage, strictly between 0 and 1.
@@ -430,7 +578,8 @@ def statistical_report(
         pdf: with ``plots``, write each figure as a vector PDF too (the PNG
             is always written).
         overwrite: allow writing into a non-empty ``out_dir``.
-        seed: seed of every bootstrap (each run and pair reseeds with it).
+        seed: seed of every bootstrap (each run and pair reseeds with it, so
+            a run's intervals do not depend on the other runs or their order).
         run_dirs: the run directories to report, found by the caller (the
             platform passes its ``discovered_runs``); None searches ``roots``.
 
@@ -443,8 +592,9 @@ def statistical_report(
         FileNotFoundError: a ROOT does not exist.
         FileExistsError: ``out_dir`` is not empty and ``overwrite`` is False
             (checked before any run is read), or is a file.
-        ComparisonError: an invalid setting, no run directory found, or a
-            ``reference`` that no discovered run names (nothing is written).
+        ComparisonError: an invalid setting, neither roots nor run directories,
+            no run directory found, or a ``reference`` that no discovered run
+            names (nothing is written).
     """
     settings = _check_settings(
         bins,
@@ -454,21 +604,29 @@ def statistical_report(
         reference,
         {"allow_partial": allow_partial, "plots": plots, "pdf": pdf, "overwrite": overwrite},
     )
-    root_paths = _check_roots(roots)
+    root_paths, found, unlisted = _check_sources(roots, run_dirs)
     out_path = Path(out_dir)
     _check_out_dir(out_path, overwrite)
 
-    if run_dirs is None:
-        found, unlisted = find_run_candidates(root_paths, recursive=True)
-    else:
-        found, unlisted = [Path(run_dir) for run_dir in run_dirs], []
     if not found and not unlisted:
+        if not root_paths:
+            raise ComparisonError("no run directory given")
         raise ComparisonError(
             f"no run directory (a folder holding {METRICS_FILENAME}) found under "
             + ", ".join(display_path(p) for p in root_paths)
         )
-    runs = assess_runs(_run_ids(root_paths, found), allow_partial=allow_partial)
-    runs += _unlisted_runs(root_paths, unlisted)
+    library_versions = versions(plots=plots)
+    bound_to = environment(library_versions)
+    previous = ReportCache.load(out_path / CACHE_FILENAME, bound_to)
+    reuse = RowReuse(previous, settings, allow_partial=allow_partial)
+    naming = root_paths or found
+    runs = assess_runs(
+        _run_ids(naming, found),
+        allow_partial=allow_partial,
+        known=decode_verdicts(previous.contents),
+    )
+    reuse.keep_verdicts(runs)
+    runs += _unlisted_runs(naming, unlisted)
     runs.sort(key=lambda run: run.run_id)
     if reference is not None and reference not in {run.model for run in runs}:
         known = sorted({run.model for run in runs if run.model is not None})
@@ -478,13 +636,13 @@ def statistical_report(
         )
     included = [run for run in runs if not run.excluded]
     scores = {
-        run.run_id: score_run(run, settings)
+        run.run_id: reuse.scores(run)
         for run in logged_progress(
             included, total=len(included), what="runs bootstrapped", logger=logger
         )
     }
     if reference is not None:
-        paired_rows, mcnemar_rows, rejected = _comparisons(included, reference, settings)
+        paired_rows, mcnemar_rows, rejected = _comparisons(included, reference, reuse.compare)
     else:
         paired_rows, mcnemar_rows, rejected = [], [], []
 
@@ -507,6 +665,7 @@ def statistical_report(
         ),
     }
 
+    earlier_figures = _earlier_figures(out_path, previous) if out_path.is_dir() else set()
     # The old manifest goes before the first new file lands: an interrupted
     # rewrite then has no manifest, so nobody mistakes it for a finished report.
     remove_file(out_path / MANIFEST_FILENAME)
@@ -520,8 +679,16 @@ def statistical_report(
     plotting_source = None
     if plots:
         figure_entries, figure_paths, plotting_source = _write_figures(
-            out_path, included, scores, frames["reliability.csv"], settings.bins, pdf=pdf
+            out_path,
+            included,
+            scores,
+            frames["reliability.csv"],
+            settings.bins,
+            pdf=pdf,
+            reuse=reuse,
         )
+    _remove_stale_figures(out_path, earlier_figures, figure_entries)
+    reuse.kept.save(out_path / CACHE_FILENAME, bound_to)
     manifest = build_manifest(
         roots=[root.resolve() for root in root_paths],
         settings={
@@ -557,11 +724,16 @@ def statistical_report(
     data = manifest_bytes(manifest)
     atomic_write_bytes(out_path / MANIFEST_FILENAME, data)
     logger.info(
-        "report written to %s: %d runs included, %d excluded, %d comparison rows",
+        "report written to %s: %d runs included (%d reused, %d computed), %d excluded, "
+        "%d comparison rows (%d pairs reused, %d computed)",
         out_path,
         len(included),
+        reuse.reused_runs,
+        reuse.computed_runs,
         len(runs) - len(included),
         len(frames["paired_comparisons.csv"]),
+        reuse.reused_pairs,
+        reuse.computed_pairs,
     )
     return ReportResult(
         out_dir=out_path,
@@ -573,4 +745,8 @@ def statistical_report(
         exclusions=frames["exclusions.csv"],
         manifest=json.loads(data.decode("utf-8")),
         figures=tuple(path.resolve() for path in figure_paths),
+        reused_runs=reuse.reused_runs,
+        computed_runs=reuse.computed_runs,
+        reused_pairs=reuse.reused_pairs,
+        computed_pairs=reuse.computed_pairs,
     )

@@ -58,7 +58,7 @@ from deepecgkit.analysis.constants import (
 )
 from deepecgkit.rundir.int_columns import exact_int_array
 from deepecgkit.rundir.metrics import is_lower_better
-from deepecgkit.statistical_report.identity import RunInput, ValidPredictions
+from deepecgkit.statistical_report.identity import RunInput, ValidPredictions, predictions_of
 
 __all__ = [
     "EXCLUSION_COLUMNS",
@@ -66,11 +66,14 @@ __all__ = [
     "MCNEMAR_COLUMNS",
     "PAIRED_COLUMNS",
     "RELIABILITY_COLUMNS",
+    "RUN_ROW_IDENTITY",
     "RUN_SUMMARY_COLUMNS",
     "PairOutcome",
     "ReportSettings",
     "RunScores",
     "compare_pair",
+    "pair_identity",
+    "run_identity",
     "score_run",
     "table",
     "withheld_intervals",
@@ -239,11 +242,41 @@ def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
     return frame
 
 
+#: The identity columns of ``level_metrics.csv`` and ``reliability.csv`` rows.
+RUN_ROW_IDENTITY = ("run_id", "model", "dataset", "seed")
+
+
+def run_identity(run: RunInput) -> dict[str, Any]:
+    """The identity columns of a ``run_summary.csv`` row (the first four: of every run row)."""
+    return {
+        "run_id": run.run_id,
+        "model": run.model,
+        "dataset": run.dataset,
+        "seed": run.seed,
+        "params_fingerprint": run.fingerprint,
+        "partial": bool(run.partial_reasons),
+    }
+
+
+def pair_identity(reference: RunInput, candidate: RunInput) -> dict[str, Any]:
+    """The identity columns of a ``paired_comparisons.csv`` row (all but ``partial``: McNemar's)."""
+    return {
+        "dataset": reference.dataset,
+        "seed": reference.seed,
+        "reference_model": reference.model,
+        "candidate_model": candidate.model,
+        "reference_run_id": reference.run_id,
+        "candidate_run_id": candidate.run_id,
+        "partial": bool(reference.partial_reasons or candidate.partial_reasons),
+    }
+
+
 def _validated(run: RunInput) -> ValidPredictions:
-    """The validated predictions of an included run."""
-    if run.data is None:
-        raise ComparisonError(f"run {run.run_id} has no validated predictions; it is not included")
-    return run.data
+    """The validated predictions of an included run (parsed now when their verdict was known)."""
+    try:
+        return predictions_of(run)
+    except ValueError as exc:
+        raise ComparisonError(str(exc)) from None
 
 
 def _report_metrics(n_classes: int, bins: int) -> dict[str, BatchMetric]:
@@ -345,7 +378,8 @@ def _report_draws(
 def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
     """Group-level intervals, both levels' point values and the reliability table of one run."""
     data = _validated(run)
-    identity = {"run_id": run.run_id, "model": run.model, "dataset": run.dataset, "seed": run.seed}
+    summary_identity = run_identity(run)
+    identity = {name: summary_identity[name] for name in RUN_ROW_IDENTITY}
     metrics = _report_metrics(data.n_classes, settings.bins)
     draws = _report_draws(data.y_true, (data.prob,), data.group_id, settings)
     grouped = draws.grouped
@@ -355,9 +389,7 @@ def score_run(run: RunInput, settings: ReportSettings) -> RunScores:
         no_interval_reason=draws.reason,
     )
     common = {
-        **identity,
-        "params_fingerprint": run.fingerprint,
-        "partial": bool(run.partial_reasons),
+        **summary_identity,
         "n_samples": grouped.n_samples,
         "n_groups": grouped.n_groups,
     }
@@ -501,16 +533,9 @@ def compare_pair(
         ref_data.y_true, (candidate_prob, ref_data.prob), ref_data.group_id, settings
     )
     grouped = draws.grouped
-    base = {
-        "dataset": reference.dataset,
-        "seed": reference.seed,
-        "reference_model": reference.model,
-        "candidate_model": candidate.model,
-        "reference_run_id": reference.run_id,
-        "candidate_run_id": candidate.run_id,
-    }
+    base = pair_identity(reference, candidate)
+    partial = base.pop("partial")
     outcome = PairOutcome()
-    partial = bool(reference.partial_reasons or candidate.partial_reasons)
     for name in REPORT_PAIRED_METRICS:
         result = difference_from_grouped(
             draws,

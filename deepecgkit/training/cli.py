@@ -19,6 +19,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -131,6 +132,22 @@ def _status_line(status: Any) -> str:
     return line
 
 
+def _grid_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The parsed flags that are :class:`~deepecgkit.training.grid.GridSettings` fields.
+
+    Each such flag's destination is the field's name and ``run_grid``'s
+    keyword; ``dataset_options`` is the exception (``--dataset-option``
+    gives ``KEY=VALUE`` texts that the caller parses).
+    """
+    from deepecgkit.training.grid import GridSettings
+
+    return {
+        item.name: getattr(args, item.name)
+        for item in fields(GridSettings)
+        if item.name != "dataset_options"
+    }
+
+
 def _train_grid(argv: Sequence[str]) -> int:
     from deepecgkit.evaluation.constants import AVERAGE_MODES
     from deepecgkit.training.grid import (
@@ -154,23 +171,9 @@ def _train_grid(argv: Sequence[str]) -> int:
         args.datasets,
         seeds,
         args.out,
-        epochs=args.epochs,
-        patience=args.patience,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        val_split=args.val_split,
-        test_split=args.test_split,
-        leads=args.leads,
-        sampling_rate=args.sampling_rate,
-        data_dir=args.data_dir,
+        **_grid_settings(args),
         dataset_options=options,
-        device=args.device,
-        calibration_bins=args.calibration_bins,
-        average=args.average,
-        checkpoints=args.checkpoints,
         jobs=args.jobs,
-        overwrite=args.overwrite,
         progress=not args.no_progress,
         on_result=lambda status: print(_status_line(status), flush=True),
     )

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
+from deepecgkit.analysis.schemas import AGGREGATE_COLUMNS
 from deepecgkit.analysis.statistics import summarize_scores
 from deepecgkit.rundir import read as aggregation
 from deepecgkit.rundir.format import (
@@ -514,7 +515,10 @@ EXPECTED_WORKED_AGGREGATE = {
 
 def test_aggregate_runs_worked_example(worked_example_frame: pd.DataFrame) -> None:
     table = aggregate_runs(worked_example_frame)
-    assert list(table.columns) == [
+    # test_cli.py and test_latex.py take the columns from schemas.AGGREGATE_COLUMNS;
+    # here the contract is spelled out on purpose.
+    assert list(table.columns) == list(AGGREGATE_COLUMNS)
+    assert list(AGGREGATE_COLUMNS) == [
         "dataset",
         "model",
         "metric",

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from deepecgkit.analysis import ranking
+from deepecgkit.analysis import ranking, schemas
 from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
 from deepecgkit.analysis.cli import main as analysis_main
 from deepecgkit.analysis.latex import compile_table
@@ -46,20 +46,8 @@ RUN_COLUMNS = [
     "metric",
     "value",
 ]
-AGGREGATE_COLUMNS = [
-    "dataset",
-    "model",
-    "metric",
-    "averaging",
-    "n_runs",
-    "n",
-    "mean",
-    "std",
-    "sem",
-    "lower_ci",
-    "upper_ci",
-    "seeds",
-]
+#: The aggregate columns; tests/analysis/test_aggregation.py spells the contract out.
+AGGREGATE_COLUMNS = list(schemas.AGGREGATE_COLUMNS)
 CONFLICT_COLUMNS = ["dataset", "model", "kept_averaging", "dropped_runs"]
 #: The flip columns; tests/analysis/test_ranking.py spells the contract out.
 FLIP_COLUMNS = list(ranking.FLIP_COLUMNS)

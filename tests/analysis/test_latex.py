@@ -2,7 +2,8 @@
 
 Input frames are built by hand with the exact column lists of
 ``aggregate_runs``, ``rank_distribution``, ``tau_summary`` and
-``all_flip_tests``, filled with the worked example of the specification
+``all_flip_tests`` (taken from :mod:`deepecgkit.analysis.schemas`; the tests of
+those functions spell the lists out), filled with the worked example of the specification
 (analysis.md section 8), so each expected string can be checked by hand.
 Compilation tests run the real ``pdflatex``.
 """
@@ -23,7 +24,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from deepecgkit.analysis import constants, latex as L, ranking
+from deepecgkit.analysis import constants, latex as L, ranking, schemas
 
 NAN = float("nan")
 FORBIDDEN_CONTROLS = "\t\b\f\r\a\v"
@@ -44,21 +45,9 @@ HOSTILE_NAMES = (
 
 # --- input frames with the exact output columns of the analysis functions ----------------
 
-AGGREGATE_COLUMNS = [
-    "dataset",
-    "model",
-    "metric",
-    "averaging",
-    "n_runs",
-    "n",
-    "mean",
-    "std",
-    "sem",
-    "lower_ci",
-    "upper_ci",
-    "seeds",
-]
-#: The frames' columns; tests/analysis/test_ranking.py spells the contract out.
+#: The frames' columns; tests/analysis/test_aggregation.py (aggregate) and
+#: tests/analysis/test_ranking.py (rank distribution, tau, flips) spell the contracts out.
+AGGREGATE_COLUMNS = list(schemas.AGGREGATE_COLUMNS)
 FLIP_COLUMNS = list(ranking.FLIP_COLUMNS)
 TAU_COLUMNS = list(ranking.TAU_COLUMNS)
 
@@ -121,18 +110,11 @@ def example_distribution() -> pd.DataFrame:
         distribution_row("zeta", "duo", 2, [0, 1], 2, 1.0, 0.0, 0.4, NAN),
     ]
     columns = [
-        "dataset",
-        "model",
-        "n_seeds",
-        "n_models",
+        *schemas.DISTRIBUTION_HEAD,
         "rank_1",
         "rank_2",
         "rank_3",
-        "mode_rank",
-        "mode_fraction",
-        "top1_fraction",
-        "mean_value",
-        "std_value",
+        *schemas.DISTRIBUTION_TAIL,
     ]
     return pd.DataFrame(rows, columns=columns)
 

@@ -33,7 +33,7 @@ from deepecgkit.analysis.ranking import (
     rank_within_seed,
     tau_summary,
 )
-from deepecgkit.analysis.statistics import is_bimodal, kendall_tau
+from deepecgkit.analysis.statistics import is_bimodal, kendall_tau, one_sided_p_value
 from deepecgkit.rundir.format import LEGACY_SEED
 
 #: Tolerances of the worked example: printed values, and between implementations.
@@ -1354,6 +1354,116 @@ def test_all_flip_tests_is_invariant_to_row_order(runs: pd.DataFrame, order_seed
     assert_frames_close(all_flip_tests(shuffled), all_flip_tests(runs))
     assert_frames_close(rank_within_seed(shuffled), rank_within_seed(runs))
     assert_frames_close(tau_summary(shuffled), tau_summary(runs))
+
+
+def reference_claim(
+    runs: pd.DataFrame,
+    model: str,
+    dataset_best: str,
+    dataset_worst: str,
+    *,
+    opponents: Sequence[str] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """The claim as a loop over ``flip_test`` of ``model - opponent`` (the one-at-a-time path)."""
+    rows = runs[(runs["metric"] == "f1") & runs["model"].notna()]
+    on_best = set(rows.loc[rows["dataset"] == dataset_best, "model"])
+    on_worst = set(rows.loc[rows["dataset"] == dataset_worst, "model"])
+    candidates = set(opponents) if opponents is not None else on_best & on_worst
+    components = []
+    for opponent in sorted(candidates - {model}):
+        flip = flip_test(runs, model, opponent, dataset_best, dataset_worst, **options)
+        best, worst = flip.pop("difference_1"), flip.pop("difference_2")
+        claimed = flip["mean_1"] > 0 and flip["mean_2"] < 0
+        if flip["verdict"] in ("supported", "suggestive") and not claimed:
+            flip["verdict"] = "contradicted"
+            flip["reason"] = "the ordering reverses, but opposite to the claimed direction"
+        flip["claimed_direction"] = claimed
+        flip["p_directional"] = (
+            math.nan
+            if math.isnan(flip["p_flip"])
+            else max(
+                one_sided_p_value(best["p_value"], best["mean"], direction=1.0),
+                one_sided_p_value(worst["p_value"], worst["mean"], direction=-1.0),
+            )
+        )
+        components.append(flip)
+    verdicts = [c["verdict"] for c in components]
+    finite = [c["p_flip"] for c in components if math.isfinite(c["p_flip"])]
+    directional = [c["p_directional"] for c in components if math.isfinite(c["p_directional"])]
+    if not verdicts:
+        overall = "untestable"
+    elif all(v == "supported" for v in verdicts):
+        overall = "supported"
+    elif "contradicted" in verdicts:
+        overall = "contradicted"
+    elif any(v in ("untestable", "bimodal") for v in verdicts):
+        overall = "untestable"
+    elif "not-reproduced" in verdicts:
+        overall = "not-reproduced"
+    else:
+        overall = "unresolved"
+    return {
+        "model": model,
+        "dataset_best": dataset_best,
+        "dataset_worst": dataset_worst,
+        "metric": "f1",
+        "components": components,
+        "n_components": len(components),
+        "n_supported": verdicts.count("supported"),
+        "n_supported_in_direction": sum(
+            c["verdict"] == "supported" and c["claimed_direction"] for c in components
+        ),
+        "n_untestable": sum(v in ("untestable", "bimodal") for v in verdicts),
+        "verdict": overall,
+        "p_claim": max(finite) if finite else math.nan,
+        "p_claim_directional": max(directional) if directional else math.nan,
+    }
+
+
+def assert_claims_close(actual: dict[str, Any], expected: dict[str, Any]) -> None:
+    """Same keys in the same order, texts and counts equal, floats within ``EXACT``."""
+    assert list(actual) == list(expected)
+    for key, value in expected.items():
+        if key == "components":
+            assert len(actual[key]) == len(value)
+            for got, want in zip(actual[key], value, strict=True):
+                assert_claims_close(got, want)
+        elif isinstance(value, float):
+            assert actual[key] == pytest.approx(value, abs=EXACT, nan_ok=True), key
+        else:
+            assert actual[key] == value, key
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    runs=random_corpora(),
+    model=st.sampled_from((*MODEL_POOL, "ghost")),
+    datasets=st.permutations(DATASET_POOL).map(lambda order: order[:2]),
+    opponents=st.one_of(
+        st.none(), st.lists(st.sampled_from((*MODEL_POOL, "ghost")), max_size=3, unique=True)
+    ),
+    correction=st.sampled_from(["nadeau-bengio", "none"]),
+    strict_correction=st.booleans(),
+)
+def test_evaluate_rank_claim_equals_a_loop_over_flip_test(
+    runs: pd.DataFrame,
+    model: str,
+    datasets: tuple[str, str],
+    opponents: list[str] | None,
+    correction: str,
+    strict_correction: bool,
+) -> None:
+    """The claim read from paired differences agrees with the one-at-a-time path.
+
+    Datasets may be absent from the corpus, the model or an opponent may have
+    no runs, and components may be untestable or bimodal.
+    """
+    options = {"correction": correction, "strict_correction": strict_correction}
+    claim = evaluate_rank_claim(runs, model, *datasets, opponents=opponents, **options)
+    assert_claims_close(
+        claim, reference_claim(runs, model, *datasets, opponents=opponents, **options)
+    )
 
 
 def brute_force_kendall_floor(first: Sequence[float], second: Sequence[float]) -> float:

@@ -15,7 +15,9 @@ from sklearn.preprocessing import StandardScaler
 
 from deepecgkit.datasets.synthetic import (
     CONTRAST_N_PATIENTS,
+    GAUSS_SUPPORT_SIGMAS,
     STANDARD_LEADS,
+    _gaussian_trace,
     draw_patient_traits,
     make_synthetic,
     synthesize_record,
@@ -32,6 +34,24 @@ def test_same_arguments_give_bit_identical_data() -> None:
     np.testing.assert_array_equal(first.signals, second.signals)
     np.testing.assert_array_equal(first.labels, second.labels)
     assert not np.array_equal(first.signals, other.signals)
+
+
+def test_wave_traces_equal_the_clipped_kernel_on_every_sample() -> None:
+    """Exponentiating only inside each wave's support changes no bit of a trace.
+
+    The reference exponentiates every sample of the ``(beats, samples)``
+    kernel after clipping at the support, as the generator did before; the
+    bundled corpus was trained on data made that way.
+    """
+    rng = np.random.default_rng(3)
+    t = np.arange(1000) / 100.0
+    for beats in (0, 1, 14):
+        centres = rng.uniform(-1.0, 11.0, beats)
+        sigmas = rng.uniform(0.005, 0.1, beats)
+        amplitudes = rng.normal(size=beats)
+        delta = np.minimum(np.abs((t - centres[:, None]) / sigmas[:, None]), GAUSS_SUPPORT_SIGMAS)
+        expected = amplitudes @ np.exp(-0.5 * delta * delta) if beats else np.zeros_like(t)
+        assert np.array_equal(_gaussian_trace(t, centres, sigmas, amplitudes), expected)
 
 
 def test_a_subset_of_patients_and_records_comes_out_identical() -> None:

@@ -2,19 +2,48 @@
 
 The platform is configured exactly as in production, through the
 ``DEEPECG_*`` environment variables that its resources read with EnvVar.
+The per-dataset assets are partitioned by dataset (see
+:mod:`deepecg_assets.partitions`), so :meth:`Platform.build` does what the
+build command does (a discovery run, the instance's partitions made to match
+the datasets found, then one run over the whole partition range), and
+:meth:`Platform.materialize` passes the partition range whenever its
+selection holds a partitioned asset.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
+import pandas as pd
 import pytest
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
 
+from deepecg_assets.build import BuildResult, sync_dataset_partitions
 from deepecg_assets.definitions import defs
+from deepecg_assets.parquet_frames import read_stored_frame
+from deepecg_assets.partitions import (
+    DATASET_PARTITIONS,
+    PARTITIONS_METADATA,
+    PER_DATASET_ASSETS,
+)
+from deepecg_assets.sensors import DISCOVERY_ASSET
 from deepecgkit.rundir.synthetic import example_spec, generate_corpus
+
+#: Every asset of the definitions, by name.
+ALL_ASSET_NAMES = tuple(
+    sorted(key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys())
+)
+
+
+def partition_range_tags(keys: Sequence[str]) -> dict[str, str]:
+    """The tags of a single run over the partitions ``keys`` (first to last, in instance order)."""
+    return {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1]}
 
 
 @dataclass
@@ -25,16 +54,77 @@ class Platform:
     output: Path
     instance: dg.DagsterInstance
 
-    def materialize(
-        self, selection: list[str] | None = None, **kwargs
-    ) -> dg.ExecuteInProcessResult:
-        """Run the global asset job in-process (optionally a subset), checks included."""
-        job = defs.resolve_implicit_global_asset_job_def()
-        keys = None if selection is None else [dg.AssetKey(name) for name in selection]
-        return job.execute_in_process(instance=self.instance, asset_selection=keys, **kwargs)
+    @property
+    def frames_dir(self) -> Path:
+        return self.output / "frames"
 
-    def frame_text(self, asset: str) -> str:
-        return (self.output / "frames" / f"{asset}.csv").read_text(encoding="utf-8")
+    def partitions(self) -> list[str]:
+        """The dataset partitions the instance holds, in its order."""
+        return list(self.instance.get_dynamic_partitions(DATASET_PARTITIONS))
+
+    def materialize(
+        self,
+        selection: Iterable[str] | None = None,
+        *,
+        partitions: Sequence[str] | None = None,
+        **kwargs,
+    ) -> dg.ExecuteInProcessResult:
+        """Run the global asset job in-process (optionally a subset), checks included.
+
+        A selection holding a partitioned asset runs over the partition range
+        ``partitions`` (first to last in the instance's order; every registered
+        partition when omitted), as one single-run backfill, as the build does.
+        ``None`` selects every asset. One per-dataset frame selects them all: they
+        are computed in one step (``dataset_analysis``), which cannot be subset.
+        """
+        wanted = dg.AssetSelection.assets(*(ALL_ASSET_NAMES if selection is None else selection))
+        graph = defs.resolve_asset_graph()
+        keys = sorted(wanted.required_multi_asset_neighbors().resolve(graph))
+        names = [key.to_user_string() for key in keys]
+        job = defs.resolve_implicit_global_asset_job_def()
+        tags = dict(kwargs.pop("tags", None) or {})
+        if set(names) & set(PER_DATASET_ASSETS):
+            chosen = list(partitions) if partitions is not None else self.partitions()
+            assert chosen, "no dataset partition to materialise: build() or sync_partitions() first"
+            tags |= partition_range_tags(chosen)
+        return job.execute_in_process(
+            instance=self.instance,
+            asset_selection=keys,
+            tags=tags or None,
+            **kwargs,
+        )
+
+    def sync_partitions(self, result: dg.ExecuteInProcessResult) -> list[str]:
+        """Make the instance's dataset partitions those a discovery run found (as the build)."""
+        (event,) = result.asset_materializations_for_node(DISCOVERY_ASSET)
+        keys = list(event.metadata[PARTITIONS_METADATA].value)
+        return sync_dataset_partitions(self.instance, keys, frames_dir=self.frames_dir)
+
+    def build(self, selection: Iterable[str] | None = None, **kwargs) -> BuildResult:
+        """What the build command does, on this platform's instance: two runs.
+
+        The first discovers the runs and the dataset partitions are synced to
+        the datasets found (:func:`deepecg_assets.build.sync_dataset_partitions`);
+        the second materialises ``selection`` (every other asset by default)
+        over the whole partition range. ``kwargs`` go to both runs
+        (``run_config``, ``raise_on_error``). When discovery fails the result
+        holds that run only.
+        """
+        first = self.materialize([DISCOVERY_ASSET], **kwargs)
+        result = BuildResult([first])
+        if not first.success:
+            return result
+        keys = self.sync_partitions(first)
+        names = [n for n in (selection or ALL_ASSET_NAMES) if n != DISCOVERY_ASSET]
+        if not keys:
+            names = [n for n in names if n not in PER_DATASET_ASSETS]
+        if names:
+            result.runs.append(self.materialize(names, partitions=keys, **kwargs))
+        return result
+
+    def frame(self, asset: str) -> pd.DataFrame:
+        """The stored frame of ``asset`` (a partitioned one's partitions joined in key order)."""
+        return read_stored_frame(self.frames_dir, asset)
 
 
 @pytest.fixture

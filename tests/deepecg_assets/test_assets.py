@@ -6,6 +6,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -15,7 +17,8 @@ import pandas as pd
 import pytest
 
 from deepecg_assets.definitions import defs
-from deepecg_assets.io_managers import frame_from_csv, frame_to_csv
+from deepecg_assets.parquet_frames import frame_from_parquet, frame_to_parquet
+from deepecg_assets.partitions import PER_DATASET_ASSETS
 from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
 from deepecgkit.analysis.latex import (
     flip_survival_table,
@@ -26,12 +29,14 @@ from deepecgkit.analysis.latex import (
 from deepecgkit.analysis.ranking import (
     all_flip_tests,
     evaluate_rank_claim,
+    paired_differences,
     rank_distribution,
     tau_summary,
 )
 from deepecgkit.rundir.read import discover_runs
 from deepecgkit.rundir.records import frame_to_records, records_to_frame, runs_to_frame
 from deepecgkit.rundir.write import write_run_directory
+from tests.deepecg_assets.run_events import check_evaluations, materializations, materialized_keys
 
 #: Spelled out on purpose: the asset graph of the contract (README, "Assets"); the
 #: code derives its lists from ``defs``, this test pins what ``defs`` must hold.
@@ -43,9 +48,11 @@ CONTRACT_ASSETS = {
     "aggregates",
     "rank_distribution",
     "tau_summary",
+    "paired_differences",
     "flip_grid",
     "rank_claims",
     "results_tables",
+    "results_index",
     "rank_table",
     "tau_table",
     "flip_table",
@@ -57,11 +64,14 @@ FRAME_ASSETS = CONTRACT_ASSETS - {
     "transfer_matrix",
     "transfer_table",
     "results_tables",
+    "results_index",
     "rank_table",
     "tau_table",
     "flip_table",
     "statistical_report",
 }
+#: Seconds the ``dagster`` command may take on a loaded machine.
+CLI_TIMEOUT_SECONDS = 300
 CLAIM_CONFIG = {
     "resources": {
         "analysis": {
@@ -71,10 +81,6 @@ CLAIM_CONFIG = {
         }
     }
 }
-
-
-def materialized_keys(result: dg.ExecuteInProcessResult) -> set[str]:
-    return {event.asset_key.to_user_string() for event in result.get_asset_materialization_events()}
 
 
 def library_frames(runs: Path) -> dict[str, pd.DataFrame]:
@@ -93,6 +99,7 @@ def library_frames(runs: Path) -> dict[str, pd.DataFrame]:
         "aggregates": aggregate_runs(reconciled),
         "rank_distribution": rank_distribution(reconciled),
         "tau_summary": tau_summary(reconciled),
+        "paired_differences": paired_differences(reconciled),
         "flip_grid": all_flip_tests(reconciled),
         "claim": claim,
     }
@@ -105,25 +112,34 @@ def test_definitions_hold_the_contract() -> None:
     assert defs.resolve_sensor_def("new_runs_sensor") is not None
     assert defs.resolve_schedule_def("nightly_refresh") is not None
     for name in keys - {"discovered_runs"}:
-        condition = graph.get(dg.AssetKey(name)).automation_condition
-        assert condition is not None, f"{name} has no automation condition"
+        node = graph.get(dg.AssetKey(name))
+        if name in PER_DATASET_ASSETS:
+            # Refreshed per dataset by the run sensor: an eager condition would
+            # recompute every dataset whenever discovered_runs changed.
+            assert node.partitions_def is not None, f"{name} is not partitioned by dataset"
+            assert node.automation_condition is None, f"{name} would refresh every dataset"
+        else:
+            assert node.automation_condition is not None, f"{name} has no automation condition"
 
 
 def test_full_build_matches_the_library(platform) -> None:
-    result = platform.materialize(run_config=CLAIM_CONFIG)
+    result = platform.build(run_config=CLAIM_CONFIG)
     assert result.success
     assert materialized_keys(result) == CONTRACT_ASSETS
+    assert platform.partitions() == ["afib", "ptbxl", "sleep"]
     expected = library_frames(platform.runs)
     for asset in FRAME_ASSETS - {"rank_claims"}:
-        assert platform.frame_text(asset) == frame_to_csv(expected[asset]), asset
-        reloaded = frame_from_csv(platform.frame_text(asset))
+        stored = platform.frame(asset)
         pd.testing.assert_frame_equal(
-            reloaded.reset_index(drop=True),
+            stored.reset_index(drop=True),
             expected[asset].reset_index(drop=True),
-            check_dtype=False,
             check_exact=True,
+            obj=asset,
         )
-    claims = frame_from_csv(platform.frame_text("rank_claims"))
+    for asset in set(PER_DATASET_ASSETS) & FRAME_ASSETS:
+        stored = sorted(p.name for p in (platform.frames_dir / asset).iterdir())
+        assert stored == ["afib.parquet", "ptbxl.parquet", "sleep.parquet"], asset
+    claims = platform.frame("rank_claims")
     assert claims.loc[0, "verdict"] == expected["claim"]["verdict"]
     assert claims.loc[0, "n_components"] == expected["claim"]["n_components"]
     components = json.loads(claims.loc[0, "components"])
@@ -135,6 +151,8 @@ def test_full_build_matches_the_library(platform) -> None:
     aggregates = expected["aggregates"]
     for dataset in ("afib", "ptbxl", "sleep"):
         assert (tables / f"results_{dataset}.tex").read_text() == results_table(aggregates, dataset)
+    index = json.loads((tables / "results_tables.json").read_text())
+    assert index == {f"results_{d}.tex": d for d in ("afib", "ptbxl", "sleep")}
     assert (tables / "rank_distribution.tex").read_text() == rank_distribution_table(
         expected["rank_distribution"], expected["tau_summary"]
     )
@@ -144,19 +162,22 @@ def test_full_build_matches_the_library(platform) -> None:
 
 def test_discovered_runs_round_trip_to_records(platform) -> None:
     records, _ = discover_runs([platform.runs], recursive=True)
-    assert frame_to_records(frame_from_csv(frame_to_csv(records_to_frame(records)))) == records
+    stored = frame_from_parquet(frame_to_parquet(records_to_frame(records)))
+    assert frame_to_records(stored) == records
 
 
 def test_materialisations_carry_metadata(platform) -> None:
-    result = platform.materialize()
-    events = {
-        e.asset_key.to_user_string(): e.materialization.metadata
-        for e in result.get_asset_materialization_events()
-    }
+    result = platform.build()
+    events = materializations(result)
     for asset in FRAME_ASSETS:
         metadata = events[asset]
-        assert "dagster/row_count" in metadata and "preview" in metadata, asset
-        assert Path(metadata["path"].value).is_file(), asset
+        assert "dagster/row_count" in metadata, asset
+        if asset in PER_DATASET_ASSETS:
+            # Many partitions from one step share one metadata entry: the rows of all.
+            assert metadata["dagster/row_count"].value == len(platform.frame(asset)), asset
+        else:
+            assert "preview" in metadata, asset
+            assert Path(metadata["path"].value).is_file(), asset
     discovery = events["discovered_runs"]
     assert discovery["dagster/row_count"].value == 60
     assert discovery["unreadable_count"].value == 0
@@ -180,9 +201,23 @@ def test_materialisations_carry_metadata(platform) -> None:
         assert all(p.startswith("![") and "data:image/png;base64," in p for p in pictures), table
 
 
+def test_one_partition_carries_its_preview(platform) -> None:
+    assert platform.build().success
+    result = platform.materialize(["aggregates"], partitions=["ptbxl"])
+    assert result.success
+    events = [
+        e for e in result.get_asset_materialization_events() if e.asset_key.path == ["aggregates"]
+    ]
+    assert [e.partition for e in events] == ["ptbxl"]
+    metadata = events[0].materialization.metadata
+    ptbxl_rows = platform.frame("aggregates").query("dataset == 'ptbxl'")
+    assert metadata["dagster/row_count"].value == len(ptbxl_rows)
+    assert "ptbxl" in metadata["preview"].value and "afib" not in metadata["preview"].value
+
+
 def test_flip_table_alone_reuses_the_stored_flip_grid(platform) -> None:
-    assert platform.materialize().success
-    grid_file = platform.output / "frames" / "flip_grid.csv"
+    assert platform.build().success
+    grid_file = platform.frames_dir / "flip_grid.parquet"
     before = grid_file.stat().st_mtime_ns
     (platform.output / "tables" / "flip_survival.tex").unlink()
 
@@ -194,16 +229,31 @@ def test_flip_table_alone_reuses_the_stored_flip_grid(platform) -> None:
     loaded = [e for e in result.all_events if e.event_type_value == "LOADED_INPUT"]
     assert [e.event_specific_data.input_name for e in loaded] == ["flip_grid"]
     assert grid_file.stat().st_mtime_ns == before, "flip_grid was not rewritten"
-    assert (platform.output / "tables" / "flip_survival.tex").is_file()
+    table = platform.output / "tables" / "flip_survival.tex"
+    written = table.read_bytes()
+
+    # The command of issue 12, as a user types it, on an instance that never saw the build:
+    # the flip table comes from the stored grid alone.
+    table.unlink()
+    home = platform.output.parent / "cli_home"
+    home.mkdir()
+    dagster = Path(sys.executable).with_name("dagster")
+    command = [str(dagster), "asset", "materialize", "-m", "deepecg_assets.definitions"]
+    cli = subprocess.run(
+        [*command, "--select", "flip_table"],
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    assert table.read_bytes() == written
+    assert grid_file.stat().st_mtime_ns == before, "flip_grid was not rewritten"
 
 
 def test_checks_report_with_severities(platform) -> None:
-    result = platform.materialize()
-    evaluations = {
-        e.event_specific_data.check_name: e.event_specific_data
-        for e in result.all_events
-        if e.event_type_value == "ASSET_CHECK_EVALUATION"
-    }
+    evaluations = check_evaluations(platform.build())
     assert evaluations["no_unreadable_or_failed_runs"].passed
     dropped = evaluations["no_dropped_averaging_minorities"]
     assert not dropped.passed and dropped.severity == dg.AssetCheckSeverity.WARN
@@ -312,8 +362,23 @@ def test_root_without_permission_fails_with_one_clear_message(as_unprivileged) -
 def test_readme_lists_every_asset_of_the_definitions() -> None:
     """The README's asset table is prose, so it is checked against ``defs`` instead of copied."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    table = readme.split("| asset | holds |", 1)[1].split("\n\n", 1)[0]
+    table = readme.split("| asset | per dataset | holds |", 1)[1].split("\n\n", 1)[0]
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     listed = {name for row in rows for name in re.findall(r"`([a-z_]+)`", row.split("|")[1])}
     keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
     assert listed == keys
+
+
+def test_one_dataset_refreshes_while_another_is_not_built_yet(platform) -> None:
+    """The sensor's first tick refreshes one dataset per run: its checks read that dataset only."""
+    first = platform.materialize(["discovered_runs"])
+    platform.sync_partitions(first)
+    result = platform.materialize(PER_DATASET_ASSETS, partitions=["afib"], raise_on_error=False)
+    failures = [e.step_failure_data.error for e in result.all_events if e.is_step_failure]
+    assert result.success, failures
+    assert sorted(p.name for p in (platform.frames_dir / "aggregates").iterdir()) == [
+        "afib.parquet"
+    ]
+    evaluations = check_evaluations(result)
+    assert evaluations["results_tables_compile"].passed
+    assert evaluations["results_tables_compile"].description == "1 of 1 table(s) compile"

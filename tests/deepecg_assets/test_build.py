@@ -26,6 +26,7 @@ import pandas as pd
 import pytest
 
 from deepecg_assets import build
+from deepecg_assets.partitions import DATASET_PARTITIONS
 from deepecg_assets.resources import BUNDLED_CORPUS
 
 MODELS = ("logreg-features", "resnet1d")
@@ -79,7 +80,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Build]:
 
 
 def _frame(built: Build, name: str) -> pd.DataFrame:
-    return pd.read_csv(built.output / "frames" / f"{name}.csv", keep_default_na=False)
+    """A stored frame read with pandas: one Parquet file, or a partitioned asset's files joined."""
+    frames = built.output / "frames"
+    single = frames / f"{name}.parquet"
+    if single.is_file():
+        return pd.read_parquet(single)
+    parts = sorted((frames / name).glob("*.parquet"))
+    assert parts, f"no stored frame of {name}"
+    return pd.concat([pd.read_parquet(part) for part in parts], ignore_index=True)
 
 
 def _report(built: Build, name: str) -> pd.DataFrame:
@@ -251,7 +259,12 @@ def test_build_writes_the_instance_the_ui_reads(built: Build) -> None:
     assert "enabled: false" in (built.home / "dagster.yaml").read_text(encoding="utf-8")
     with dg.DagsterInstance.from_config(str(built.home)) as instance:
         records = instance.get_run_records()
-    assert len(records) == 1 and records[0].dagster_run.is_success
+        partitions = instance.get_dynamic_partitions(DATASET_PARTITIONS)
+    # Two runs: discovery, then every dataset partition and the rest in one go.
+    assert len(records) == 2 and all(record.dagster_run.is_success for record in records)
+    shown = re.search(r"\(runs ([0-9a-f-]+), ([0-9a-f-]+)\)", built.stdout)
+    assert shown and set(shown.groups()) == {record.dagster_run.run_id for record in records}
+    assert sorted(partitions) == sorted(DATASETS)
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:

@@ -5,8 +5,9 @@ build killed at any point leaves either the old file or the new one, and the
 next build gives exactly what a clean build gives. Two builds writing the
 same folder at once each rename whole files, so the folder ends up as one
 of them wrote it, which is what a clean build writes. These tests run the
-real command-line materialisation (``dagster asset materialize``) in child
-processes and compare the output folders byte for byte.
+README's build command (``python -m deepecg_assets.build``: a discovery run,
+then one run over every dataset partition) in child processes and compare the
+output folders byte for byte.
 """
 
 from __future__ import annotations
@@ -26,20 +27,10 @@ from tests.deepecg_assets.output_trees import tree_bytes
 
 pytestmark = pytest.mark.slow
 
-#: Everything but the transfer matrix and the statistical report (covered by
-#: their own crash tests): the frames and tables a paper takes.
-SELECTION = (
-    "discovered_runs,run_metrics,averaging_conflicts,reconciled_runs,aggregates,flip_grid,"
-    "flip_table,rank_claims,rank_distribution,rank_table,tau_summary,tau_table,results_tables"
-)
 #: Output folders whose files are the build's results (the discovery cache is not one).
 RESULT_FOLDERS = ("frames", "tables")
 #: Seconds a build may take on a loaded two-core machine before the test gives up.
 BUILD_TIMEOUT = 600
-
-
-def _dagster() -> str:
-    return str(Path(sys.executable).with_name("dagster"))
 
 
 def _start(runs: Path, output: Path, home: Path) -> subprocess.Popen:
@@ -51,9 +42,8 @@ def _start(runs: Path, output: Path, home: Path) -> subprocess.Popen:
         "DEEPECG_RECURSIVE": "1",
         "DAGSTER_HOME": str(home),
     }
-    command = [_dagster(), "asset", "materialize", "-m", "deepecg_assets.definitions"]
     return subprocess.Popen(
-        [*command, "--select", SELECTION],
+        [sys.executable, "-m", "deepecg_assets.build"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -105,14 +95,19 @@ def corpus_and_clean_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     return runs, results
 
 
-def test_kill_9_at_two_points_then_a_rerun_gives_the_clean_build(
+def test_kill_9_at_three_points_then_a_rerun_gives_the_clean_build(
     corpus_and_clean_build: tuple[Path, dict], tmp_path: Path
 ) -> None:
     runs, clean = corpus_and_clean_build
     output = tmp_path / "output"
-    # First kill: as soon as the first frame lands; second: as soon as a table does.
+    # Kill 1: as soon as the discovery run stores its frame; 2: as soon as the
+    # partitioned run stores a dataset's frames; 3: as soon as a table lands.
     for number, marker in enumerate(
-        (output / "frames" / "discovered_runs.csv", output / "tables" / "flip_survival.tex")
+        (
+            output / "frames" / "discovered_runs.parquet",
+            output / "frames" / "paired_differences",
+            output / "tables" / "flip_survival.tex",
+        )
     ):
         process = _start(runs, output, tmp_path / f"home-{number}")
         killed = _kill_when(process, marker)

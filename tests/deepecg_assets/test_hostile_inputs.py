@@ -20,46 +20,40 @@ import pytest
 
 from deepecg_assets.checks import _compile_check
 from deepecg_assets.definitions import defs
-from deepecg_assets.io_managers import frame_from_csv, frame_to_csv
+from deepecg_assets.parquet_frames import frame_from_parquet, frame_to_parquet
 from deepecg_assets.resources import OutputFolderResource, RunRootsResource
 from deepecg_assets.sensors import new_runs_sensor
 from deepecgkit.analysis.latex import latex_engine
 from deepecgkit.rundir.cache import RunCache
 from deepecgkit.rundir.format import METADATA_FILENAME, METRICS_FILENAME
 from deepecgkit.rundir.write import write_run_directory
+from tests.deepecg_assets.run_events import check_evaluations, materializations
 
 DISCOVERY = ["discovered_runs"]
 THROUGH_FLIPS = ["discovered_runs", "run_metrics", "reconciled_runs", "averaging_conflicts"]
-THROUGH_TABLES = [*THROUGH_FLIPS, "aggregates", "results_tables"]
+THROUGH_TABLES = [*THROUGH_FLIPS, "aggregates", "results_tables", "results_index"]
 
 
 def materialize(platform, names: list[str], config: dict | None = None):
-    job = defs.resolve_implicit_global_asset_job_def()
-    return job.execute_in_process(
-        instance=platform.instance,
-        asset_selection=[dg.AssetKey(name) for name in names],
-        run_config=config or {},
-        raise_on_error=False,
-    )
+    """Discovery alone in one run; anything more as the build does it (discovery, then the rest)."""
+    if list(names) == DISCOVERY:
+        return platform.materialize(names, run_config=config or {}, raise_on_error=False)
+    return platform.build(names, run_config=config or {}, raise_on_error=False)
 
 
 def metadata_of(result, asset: str) -> dict:
-    for event in result.get_asset_materialization_events():
-        if event.asset_key.to_user_string() == asset:
-            return {key: value.value for key, value in event.materialization.metadata.items()}
-    raise AssertionError(f"{asset} was not materialised")
+    metadata = materializations(result).get(asset)
+    if metadata is None:
+        raise AssertionError(f"{asset} was not materialised")
+    return {key: value.value for key, value in metadata.items()}
 
 
-def checks_of(result) -> dict:
-    return {
-        event.event_specific_data.check_name: event.event_specific_data
-        for event in result.all_events
-        if event.event_type_value == "ASSET_CHECK_EVALUATION"
-    }
+checks_of = check_evaluations
 
 
 def failure_of(result) -> str:
-    failure = next(event for event in result.all_events if event.is_step_failure)
+    events = [e for run in getattr(result, "runs", [result]) for e in run.all_events]
+    failure = next(event for event in events if event.is_step_failure)
     return failure.step_failure_data.user_failure_data.description
 
 
@@ -77,9 +71,9 @@ def test_seeds_of_2_63_or_more_travel_exactly_through_the_platform(platform) -> 
         (run / METADATA_FILENAME).write_text(json.dumps(metadata), encoding="utf-8")
     result = materialize(platform, [*THROUGH_FLIPS, "flip_grid", "rank_distribution"])
     assert result.success
-    stored = frame_from_csv(platform.frame_text("run_metrics"))
+    stored = platform.frame("run_metrics")
     assert set(stored["seed"]) == {2**64 + seed for seed in range(5)}, "read back exactly"
-    flips = frame_from_csv(platform.frame_text("flip_grid"))
+    flips = platform.frame("flip_grid")
     assert len(flips) and flips["n_seeds"].max() == 5
 
 
@@ -96,7 +90,7 @@ def test_integer_columns_round_trip_the_frame_store_exactly(column: str, values:
     from deepecgkit.rundir.int_columns import exact_int_array
 
     frame = pd.DataFrame({column: exact_int_array(values), "value": [0.5] * len(values)})
-    back = frame_from_csv(frame_to_csv(frame))
+    back = frame_from_parquet(frame_to_parquet(frame))
     assert [None if pd.isna(v) else int(v) for v in back[column]] == values
     assert back[column].dtype == frame[column].dtype
 
@@ -163,7 +157,7 @@ def corrupt_checkpoint_platform(platform, example_runs, monkeypatch):
 def test_one_corrupt_checkpoint_empties_only_its_cells(corrupt_checkpoint_platform) -> None:
     result = materialize(corrupt_checkpoint_platform, ["discovered_runs", "transfer_matrix"])
     assert result.success, "one bad checkpoint does not fail the matrix"
-    cells = frame_from_csv(corrupt_checkpoint_platform.frame_text("transfer_matrix"))
+    cells = corrupt_checkpoint_platform.frame("transfer_matrix")
     failed = cells.loc[cells["score"].isna()]
     assert set(failed["source"]) == {"synthetic-long-pr"} and len(failed) == 2, "its row only"
     assert failed["note"].str.contains("cannot read checkpoint").all()
@@ -194,6 +188,7 @@ def test_half_written_metrics_file_is_pending_for_the_sensor(platform) -> None:
     context = dg.build_sensor_context(
         instance=platform.instance,
         cursor=None,
+        definitions=defs,
         resources={"run_roots": RunRootsResource(), "output_folder": OutputFolderResource()},
     )
     cursor = new_runs_sensor(context).cursor
@@ -203,6 +198,7 @@ def test_half_written_metrics_file_is_pending_for_the_sensor(platform) -> None:
     context = dg.build_sensor_context(
         instance=platform.instance,
         cursor=cursor,
+        definitions=defs,
         resources={"run_roots": RunRootsResource(), "output_folder": OutputFolderResource()},
     )
     waiting = new_runs_sensor(context)
@@ -267,7 +263,7 @@ def test_selection_that_leaves_nothing_to_rank_fails_its_check(platform) -> None
                 seed=seed,
             )
     result = materialize(
-        platform, [*THROUGH_FLIPS, "rank_distribution"], analysis_config(metric="mcc")
+        platform, [*THROUGH_FLIPS, "rank_distribution", "rank_table"], analysis_config(metric="mcc")
     )
     assert result.success
     check = checks_of(result)["selection_leaves_runs_to_rank"]
@@ -295,7 +291,7 @@ def test_stale_results_table_of_a_gone_dataset_is_removed_and_listed(platform) -
     assert result.success
     assert not (tables / "results_sleep.tex").exists()
     assert not (tables / "results_sleep.png").exists(), "nor its picture"
-    removed = metadata_of(result, "results_tables")["removed_stale"]
+    removed = metadata_of(result, "results_index")["removed_stale"]
     assert removed == ["results_sleep.png", "results_sleep.tex"]
     index = json.loads((tables / "results_tables.json").read_text(encoding="utf-8"))
     assert index == {"results_afib.tex": "afib", "results_ptbxl.tex": "ptbxl"}

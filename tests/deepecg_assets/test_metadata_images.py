@@ -25,6 +25,7 @@ from deepecg_assets.metadata_images import (
     png_markdown,
     table_picture_metadata,
 )
+from tests.deepecg_assets.run_events import materializations
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EMBEDDED = re.compile(r"^!\[(?P<alt>[^\]]*)\]\(data:image/png;base64,(?P<data>[A-Za-z0-9+/=]+)\)$")
@@ -113,12 +114,9 @@ def test_a_table_latex_rejects_has_no_picture_and_says_why(tmp_path) -> None:
 def test_table_assets_show_their_pictures_and_say_why_when_latex_is_gone(
     platform, tmp_path, monkeypatch
 ) -> None:
-    result = platform.materialize(TABLE_BUILD)
+    result = platform.build(TABLE_BUILD)
     assert result.success
-    events = {
-        e.asset_key.to_user_string(): e.materialization.metadata
-        for e in result.get_asset_materialization_events()
-    }
+    events = materializations(result)
     tables = platform.output / "tables"
     alt, data = embedded(events["flip_table"][FLIP_KEY])
     assert alt == FLIP_ALT

@@ -14,6 +14,7 @@ from deepecg_assets.parquet_frames import (
     ParquetFrameIOManager,
     frame_from_parquet,
     frame_to_parquet,
+    read_stored_frame,
 )
 
 
@@ -111,30 +112,135 @@ def test_property_seeds_names_and_floats_round_trip(
     assert back["seed"].tolist() == seeds[:n]
 
 
+DATASETS = dg.StaticPartitionsDefinition(["d1", "d2", "d3"])
+
+
+def _dataset_frame(key: str) -> pd.DataFrame:
+    return pd.DataFrame({"dataset": [key], "seed": pd.Series([2**64 - 1], dtype=object)})
+
+
+@dg.asset(partitions_def=DATASETS, backfill_policy=dg.BackfillPolicy.single_run())
+def per_dataset(context: dg.AssetExecutionContext) -> dict[str, pd.DataFrame]:
+    """One frame per partition of the step, as the platform's per-dataset assets return them."""
+    return {key: _dataset_frame(key) for key in context.partition_keys}
+
+
+@dg.asset(partitions_def=DATASETS, backfill_policy=dg.BackfillPolicy.single_run())
+def per_dataset_rows(
+    context: dg.AssetExecutionContext, per_dataset: dict[str, pd.DataFrame]
+) -> dict[str, pd.DataFrame]:
+    """A partitioned input arrives as the mapping of the step's own partitions."""
+    assert sorted(per_dataset) == sorted(context.partition_keys)
+    return {key: frame.assign(rows=len(frame)) for key, frame in per_dataset.items()}
+
+
+@dg.asset
+def combined(per_dataset: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat([per_dataset[key] for key in sorted(per_dataset)], ignore_index=True)
+
+
+def _range(first: str, last: str) -> dict[str, str]:
+    from dagster._core.storage.tags import (
+        ASSET_PARTITION_RANGE_END_TAG,
+        ASSET_PARTITION_RANGE_START_TAG,
+    )
+
+    return {ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last}
+
+
+def _failure(result: dg.ExecuteInProcessResult) -> str:
+    (failure,) = [event for event in result.all_events if event.is_step_failure]
+    data = failure.step_failure_data
+    if data.user_failure_data is not None:
+        return data.user_failure_data.description
+    return "".join(str(part.message) for part in (data.error, data.error.cause) if part)
+
+
 def test_the_io_manager_stores_one_file_per_partition_under_a_file_url(tmp_path) -> None:
-    datasets = dg.StaticPartitionsDefinition(["d1", "d2"])
-
-    @dg.asset(partitions_def=datasets)
-    def per_dataset(context: dg.AssetExecutionContext) -> pd.DataFrame:
-        return pd.DataFrame(
-            {"dataset": [context.partition_key], "seed": pd.Series([2**64 - 1], dtype=object)}
-        )
-
-    @dg.asset
-    def combined(per_dataset: dict[str, pd.DataFrame]) -> pd.DataFrame:
-        return pd.concat([per_dataset[key] for key in sorted(per_dataset)], ignore_index=True)
-
     manager = ParquetFrameIOManager(base_path=UPath(tmp_path.as_uri()))
     resources = {"io_manager": manager}
-    for key in ("d1", "d2"):
+    for key in DATASETS.get_partition_keys():
         assert dg.materialize([per_dataset], partition_key=key, resources=resources).success
     result = dg.materialize([per_dataset, combined], selection=[combined], resources=resources)
     assert result.success
-    assert (tmp_path / "per_dataset" / "d1.parquet").is_file()
+    assert sorted(p.name for p in (tmp_path / "per_dataset").iterdir()) == [
+        "d1.parquet",
+        "d2.parquet",
+        "d3.parquet",
+    ]
     stored = frame_from_parquet((tmp_path / "combined.parquet").read_bytes())
-    assert stored["dataset"].tolist() == ["d1", "d2"]
-    assert stored["seed"].tolist() == [2**64 - 1, 2**64 - 1]
+    assert stored["dataset"].tolist() == ["d1", "d2", "d3"]
+    assert stored["seed"].tolist() == [2**64 - 1] * 3
+    assert read_stored_frame(tmp_path, "per_dataset")["dataset"].tolist() == ["d1", "d2", "d3"]
     assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
+
+
+def test_one_step_over_a_partition_range_gets_and_returns_a_mapping(tmp_path) -> None:
+    resources = {"io_manager": ParquetFrameIOManager(base_path=UPath(str(tmp_path)))}
+    result = dg.materialize(
+        [per_dataset, per_dataset_rows], resources=resources, tags=_range("d2", "d3")
+    )
+    assert result.success
+    steps = [event.step_key for event in result.all_events if event.is_step_start]
+    assert sorted(steps) == ["per_dataset", "per_dataset_rows"], "one step for both partitions"
+    assert sorted(p.name for p in (tmp_path / "per_dataset_rows").iterdir()) == [
+        "d2.parquet",
+        "d3.parquet",
+    ]
+    stored = read_stored_frame(tmp_path, "per_dataset_rows")
+    assert stored["dataset"].tolist() == ["d2", "d3"] and stored["rows"].tolist() == [1, 1]
+    events = result.get_asset_materialization_events()
+    assert sorted((e.asset_key.path[0], e.partition) for e in events) == [
+        ("per_dataset", "d2"),
+        ("per_dataset", "d3"),
+        ("per_dataset_rows", "d2"),
+        ("per_dataset_rows", "d3"),
+    ]
+
+
+def test_a_missing_stored_partition_fails_naming_asset_and_partition(tmp_path) -> None:
+    resources = {"io_manager": ParquetFrameIOManager(base_path=UPath(str(tmp_path)))}
+    assert dg.materialize([per_dataset], resources=resources, tags=_range("d1", "d3")).success
+    (tmp_path / "per_dataset" / "d2.parquet").unlink()
+    result = dg.materialize(
+        [per_dataset, combined], selection=[combined], resources=resources, raise_on_error=False
+    )
+    assert not result.success
+    message = _failure(result)
+    assert message == (
+        f"stored frame {tmp_path / 'per_dataset' / 'd2.parquet'} is missing; "
+        "materialise per_dataset partition 'd2' first"
+    )
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [
+        pytest.param(lambda keys: _dataset_frame(keys[0]), id="a bare frame"),
+        pytest.param(lambda keys: {key: _dataset_frame(key) for key in keys[1:]}, id="a key short"),
+        pytest.param(
+            lambda keys: {key: _dataset_frame(key) for key in [*keys, "d9"]}, id="a key extra"
+        ),
+    ],
+)
+def test_a_partitioned_output_whose_keys_do_not_match_raises_type_error(tmp_path, returned) -> None:
+    @dg.asset(partitions_def=DATASETS, backfill_policy=dg.BackfillPolicy.single_run())
+    def wrong(context: dg.AssetExecutionContext):
+        return returned(list(context.partition_keys))
+
+    resources = {"io_manager": ParquetFrameIOManager(base_path=UPath(str(tmp_path)))}
+    with pytest.raises(Exception) as raised:
+        dg.materialize([wrong], resources=resources, tags=_range("d1", "d2"))
+    chain = []
+    error: BaseException | None = raised.value
+    while error is not None:
+        chain.append(error)
+        error = error.__cause__
+    (type_error,) = [e for e in chain if isinstance(e, TypeError)]
+    assert str(type_error) == (
+        "partitioned asset wrong must return {partition key: frame} for its partitions ['d1', 'd2']"
+    )
+    assert not (tmp_path / "wrong").exists() or not list((tmp_path / "wrong").iterdir())
 
 
 def test_stored_per_dataset_paired_differences_combine_into_the_clean_flip_grid() -> None:

@@ -1,4 +1,4 @@
-"""The statistical_report asset runs deepecg report's library code over the configured roots."""
+"""The statistical_report asset runs deepecg report's library code over the discovered runs."""
 
 from __future__ import annotations
 
@@ -120,3 +120,45 @@ def test_statistical_report_shows_the_first_runs_reliability_diagram(prediction_
     assert text.startswith(prefix) and text.endswith(")")
     shown = base64.b64decode(text[len(prefix) : -1])
     assert shown == embeddable_png((report / path).read_bytes())
+
+
+def test_a_refresh_reuses_every_unchanged_run_and_pair(prediction_platform) -> None:
+    job = defs.resolve_implicit_global_asset_job_def()
+    config = {"ops": {"statistical_report": {"config": {"reference": "resnet", "plots": False}}}}
+    selection = [dg.AssetKey("discovered_runs"), dg.AssetKey("statistical_report")]
+
+    def refresh() -> dict[str, int]:
+        result = job.execute_in_process(
+            instance=prediction_platform.instance, asset_selection=selection, run_config=config
+        )
+        assert result.success
+        metadata = _materialization(result, "statistical_report").materialization.metadata
+        keys = ("reused_runs", "computed_runs", "reused_pairs", "computed_pairs")
+        return {key: metadata[key].value for key in keys}
+
+    assert refresh() == {
+        "reused_runs": 0,
+        "computed_runs": 4,
+        "reused_pairs": 0,
+        "computed_pairs": 2,
+    }
+    assert refresh() == {
+        "reused_runs": 4,
+        "computed_runs": 0,
+        "reused_pairs": 2,
+        "computed_pairs": 0,
+    }
+    cnn = prediction_platform.runs / "cnn_afib_seed1" / "predictions.csv"
+    cnn.write_text(cnn.read_text().replace("patient000", "patientX"), encoding="utf-8")
+    assert refresh() == {
+        "reused_runs": 3,
+        "computed_runs": 1,
+        "reused_pairs": 1,
+        "computed_pairs": 1,
+    }
+
+
+def test_the_report_reads_discovered_runs_not_the_roots() -> None:
+    report = defs.resolve_assets_def("statistical_report")
+    assert "run_roots" not in report.required_resource_keys
+    assert report.keys_by_input_name["discovered_runs"] == dg.AssetKey("discovered_runs")

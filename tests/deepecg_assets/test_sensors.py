@@ -1,11 +1,16 @@
-"""new_runs_sensor on a real instance, and eager automation for first builds and refreshes."""
+"""new_runs_sensor on a real instance: per-dataset refreshes, partitions, eager combines."""
 
 from __future__ import annotations
+
+import io
 
 import dagster as dg
 import pytest
 
+from deepecg_assets import sensors
+from deepecg_assets.build import materialize_everything
 from deepecg_assets.definitions import defs
+from deepecg_assets.partitions import PER_DATASET_ASSETS
 from deepecg_assets.resources import OutputFolderResource, RunRootsResource
 from deepecg_assets.sensors import (
     SENSOR_INTERVAL_ENV,
@@ -15,60 +20,163 @@ from deepecg_assets.sensors import (
 )
 from deepecgkit.rundir.write import write_run_directory
 
+DATASETS = ["afib", "ptbxl", "sleep"]
+FLIP_GRID = dg.AssetKey("flip_grid")
+
 
 def tick(platform, cursor: str | None) -> dg.SensorResult:
     context = dg.build_sensor_context(
         instance=platform.instance,
         cursor=cursor,
+        definitions=defs,
         resources={"run_roots": RunRootsResource(), "output_folder": OutputFolderResource()},
     )
     return new_runs_sensor(context)
 
 
-def add_run(platform, name: str, seed: int) -> None:
+def add_run(platform, name: str, seed: int, dataset: str = "afib") -> None:
     write_run_directory(
-        platform.runs / name, model="cnn", dataset="afib", metrics={"f1": 0.7}, seed=seed
+        platform.runs / name, model="cnn", dataset=dataset, metrics={"f1": 0.7}, seed=seed
     )
 
 
-def test_first_tick_requests_unchanged_tree_skips(platform) -> None:
+def build(platform) -> None:
+    """The README's command on the platform's instance (outside the daemon)."""
+    assert materialize_everything(platform.instance, verbose=False, stream=io.StringIO()).success
+
+
+def execute(platform, request: dg.RunRequest) -> None:
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        instance=platform.instance,
+        asset_selection=list(request.asset_selection or []),
+        partition_key=request.partition_key,
+        tags=request.tags,
+    )
+    assert result.success
+
+
+def test_first_tick_on_a_fresh_instance_adds_every_dataset(platform) -> None:
     first = tick(platform, None)
-    assert len(first.run_requests) == 1
-    assert first.run_requests[0].run_key == f"start->{first.cursor}"
+    (added,) = first.dynamic_partitions_requests
+    assert isinstance(added, dg.AddDynamicPartitionsRequest)
+    assert sorted(added.partition_keys) == DATASETS
+    assert sorted(r.partition_key for r in first.run_requests) == DATASETS
+    for request in first.run_requests:
+        assert FLIP_GRID not in request.asset_selection, "several datasets: combined once, later"
+        assert set(PER_DATASET_ASSETS) <= {k.to_user_string() for k in request.asset_selection}
     assert len(first.cursor) == 16, "the cursor is a short digest, not the listing"
     second = tick(platform, first.cursor)
-    assert not second.run_requests
+    assert not second.run_requests and not second.dynamic_partitions_requests
     assert "no run directory added, changed or removed: 60 run(s)" in str(second.skip_reason)
     retried = tick(platform, None)
-    assert retried.run_requests[0].run_key == first.run_requests[0].run_key, (
-        "a retried tick asks for the same run key, which Dagster launches once"
+    assert [r.run_key for r in retried.run_requests] == [r.run_key for r in first.run_requests], (
+        "a retried tick asks for the same run keys, which Dagster launches once"
     )
 
 
-def test_adding_one_run_requests_exactly_one_run(platform) -> None:
+def test_after_a_build_outside_the_daemon_nothing_is_launched(platform) -> None:
+    build(platform)
+    result = tick(platform, None)
+    assert not result.run_requests and not result.dynamic_partitions_requests
+    assert "every dataset is built from the current runs" in str(result.skip_reason)
+
+
+def test_adding_one_run_refreshes_its_dataset_and_the_combines_in_one_run(platform) -> None:
+    build(platform)
     cursor = tick(platform, None).cursor
     add_run(platform, "cnn_afib_seed11", 11)
     result = tick(platform, cursor)
-    assert len(result.run_requests) == 1
-    assert result.run_requests[0].run_key == f"{cursor}->{result.cursor}"
+    (request,) = result.run_requests
+    assert request.partition_key == "afib"
+    assert FLIP_GRID in request.asset_selection
+    assert request.run_key.startswith("afib:") and "->" in request.run_key
     assert result.cursor != cursor
     assert not tick(platform, result.cursor).run_requests
+    execute(platform, request)
+    assert not tick(platform, None).run_requests, "the instance now says afib is current"
+
+
+def test_a_no_change_tick_is_answered_from_the_tree_index(platform, monkeypatch) -> None:
+    """The full scan saves the index; an unchanged tree is then proven without the run cache.
+
+    While the run cache cannot be loaded at all, a tick on an unchanged tree
+    still says nothing changed; once a run is added, the tick takes the full
+    path again (and needs the cache).
+    """
+    first = tick(platform, None)
+    assert (platform.output / "cache" / "tree_index.json").is_file()
+
+    class NoCache(sensors.RunCache):
+        @classmethod
+        def load(cls, path):
+            raise AssertionError("the quick path must not load the run cache")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sensors, "RunCache", NoCache)
+        second = tick(platform, first.cursor)
+        assert "no run directory added, changed or removed: 60 run(s)" in str(second.skip_reason)
+        add_run(platform, "cnn_afib_seed12", 12)
+        with pytest.raises(AssertionError, match="must not load the run cache"):
+            tick(platform, first.cursor)
+    third = tick(platform, first.cursor)
+    assert third.cursor != first.cursor and "afib" in {r.partition_key for r in third.run_requests}
+
+
+def test_one_changed_dataset_while_a_run_is_in_flight_leaves_the_combines_to_automation(
+    platform,
+) -> None:
+    """With several runs at once (the queued coordinator), a run with the combines would
+    run them next to the run in flight: twice, one of them reading a partition being
+    rewritten."""
+    build(platform)
+    cursor = tick(platform, None).cursor
+    job = defs.resolve_implicit_global_asset_job_def()
+    running = platform.instance.create_run_for_job(job, status=dg.DagsterRunStatus.STARTED)
+    add_run(platform, "cnn_afib_seed11", 11)
+    (request,) = tick(platform, cursor).run_requests
+    assert request.partition_key == "afib"
+    assert FLIP_GRID not in request.asset_selection, "the eager combines run once, later"
+    platform.instance.report_run_canceled(running)
+    (alone,) = tick(platform, cursor).run_requests
+    assert FLIP_GRID in alone.asset_selection, "nothing in flight: one run with the combines"
 
 
 def test_removed_and_rewritten_runs_trigger(platform) -> None:
+    build(platform)
     cursor = tick(platform, None).cursor
     victim = platform.runs / "cnn_afib_seed0" / "classification_metrics.csv"
     content = victim.read_bytes()
     victim.unlink()
     removed = tick(platform, cursor)
-    assert len(removed.run_requests) == 1
+    assert [r.partition_key for r in removed.run_requests] == ["afib"]
     victim.write_bytes(content)
     restored = tick(platform, removed.cursor)
-    assert len(restored.run_requests) == 1
+    assert [r.partition_key for r in restored.run_requests] == ["afib"]
     assert restored.run_requests[0].run_key != removed.run_requests[0].run_key
 
 
+def test_a_dataset_that_is_gone_loses_its_partition_and_frames(platform) -> None:
+    build(platform)
+    cursor = tick(platform, None).cursor
+    stored = platform.output / "frames" / "aggregates" / "sleep.parquet"
+    assert stored.is_file()
+    for run in platform.runs.iterdir():
+        if "sleep" in run.name:
+            for path in run.iterdir():
+                path.unlink()
+            run.rmdir()
+    result = tick(platform, cursor)
+    (deleted,) = result.dynamic_partitions_requests
+    assert isinstance(deleted, dg.DeleteDynamicPartitionsRequest)
+    assert list(deleted.partition_keys) == ["sleep"]
+    (request,) = result.run_requests
+    assert request.partition_key is None and FLIP_GRID in request.asset_selection
+    assert not stored.exists(), "a clean build holds no frames of a dataset that is gone"
+
+
 def test_half_written_metrics_file_is_retried_not_lost(platform) -> None:
+    build(platform)
     cursor = tick(platform, None).cursor
     run = platform.runs / "cnn_afib_seed12"
     run.mkdir()
@@ -79,14 +187,9 @@ def test_half_written_metrics_file_is_retried_not_lost(platform) -> None:
     assert "1 run(s) not readable yet" in str(waiting.skip_reason)
     metrics.write_text("model,dataset,f1,average\ncnn,afib,0.71,macro\n")
     ready = tick(platform, cursor)
-    assert len(ready.run_requests) == 1
-
-    job = defs.resolve_implicit_global_asset_job_def()
-    run_result = job.execute_in_process(
-        instance=platform.instance, asset_selection=[dg.AssetKey("discovered_runs")]
-    )
-    stored = (platform.output / "frames" / "discovered_runs.csv").read_text()
-    assert run_result.success and "cnn_afib_seed12" in stored
+    (request,) = ready.run_requests
+    execute(platform, request)
+    assert "cnn_afib_seed12" in set(platform.frame("run_metrics")["run_dir"].map(str).str[-15:])
 
 
 def test_missing_root_skips_with_reason(platform, monkeypatch) -> None:
@@ -96,38 +199,20 @@ def test_missing_root_skips_with_reason(platform, monkeypatch) -> None:
     assert "does not exist" in str(result.skip_reason)
 
 
-ALL_KEYS = [
-    dg.AssetKey(name)
-    for name in (
-        "run_metrics",
-        "reconciled_runs",
-        "averaging_conflicts",
-        "aggregates",
-        "rank_distribution",
-        "tau_summary",
-        "flip_grid",
-        "rank_claims",
-        "results_tables",
-        "rank_table",
-        "tau_table",
-        "flip_table",
-    )
-]
-
-
 def _settle(platform, cursor) -> tuple[object, set[str]]:
     """Evaluate eager automation (as the daemon does, with its cursor) until it requests nothing.
 
     Every request is executed in-process; returns the new cursor and what was refreshed.
     """
     job = defs.resolve_implicit_global_asset_job_def()
+    keys = defs.resolve_asset_graph().get_all_asset_keys()
     refreshed: set[str] = set()
     for _ in range(10):
         evaluation = dg.evaluate_automation_conditions(
             defs=defs, instance=platform.instance, cursor=cursor
         )
         cursor = evaluation.cursor
-        requested = [key for key in ALL_KEYS if evaluation.get_num_requested(key)]
+        requested = [key for key in keys if evaluation.get_num_requested(key)]
         if not requested:
             return cursor, refreshed
         refreshed |= {key.to_user_string() for key in requested}
@@ -136,22 +221,21 @@ def _settle(platform, cursor) -> tuple[object, set[str]]:
     raise AssertionError("automation did not settle")
 
 
-def test_eager_automation_fires_for_first_build_and_refresh(platform) -> None:
-    job = defs.resolve_implicit_global_asset_job_def()
-    discover = [dg.AssetKey("discovered_runs")]
-    baseline, nothing = _settle(platform, None)
-    assert nothing == set(), "nothing is built before the runs are discovered"
-
-    job.execute_in_process(instance=platform.instance, asset_selection=discover)
-    cursor, first = _settle(platform, baseline)
-    downstream = {key.to_user_string() for key in ALL_KEYS}
-    assert first == downstream
-
+def test_eager_combines_run_once_after_several_dataset_refreshes(platform) -> None:
+    build(platform)
+    cursor, nothing = _settle(platform, None)
+    assert nothing == set(), "a complete build leaves automation nothing to do"
+    sensor_cursor = tick(platform, None).cursor
     add_run(platform, "cnn_afib_seed13", 13)
-    job.execute_in_process(instance=platform.instance, asset_selection=discover)
-    _, refresh = _settle(platform, cursor)
-    assert refresh == downstream
-    assert "cnn_afib_seed13" in (platform.output / "frames" / "run_metrics.csv").read_text()
+    add_run(platform, "cnn_sleep_seed13", 13, dataset="sleep")
+    result = tick(platform, sensor_cursor)
+    assert sorted(r.partition_key for r in result.run_requests) == ["afib", "sleep"]
+    for request in result.run_requests:
+        execute(platform, request)
+    _, combined = _settle(platform, cursor)
+    assert "flip_grid" in combined and "flip_table" in combined and "rank_table" in combined
+    assert not set(PER_DATASET_ASSETS) & combined, "automation never recomputes a partition"
+    assert "cnn_afib_seed13" in "".join(platform.frame("run_metrics")["run_dir"].map(str))
 
 
 def test_sensor_interval_comes_from_the_environment(monkeypatch) -> None:

@@ -1,18 +1,24 @@
-"""Transfer assets on the bundled train-grid corpus (real checkpoints) and without checkpoints."""
+"""Transfer assets on the bundled train-grid corpus (real checkpoints), without checkpoints,
+and refreshed cell by cell."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import dagster as dg
 import pandas as pd
+import pytest
 
 from deepecg_assets.assets.transfer import NO_CHECKPOINTS, matrix_frame
 from deepecg_assets.definitions import defs
-from deepecg_assets.io_managers import frame_from_csv
+from deepecg_assets.parquet_frames import read_stored_frame
 from deepecg_assets.resources import BUNDLED_CORPUS
 from deepecgkit.analysis.latex import compile_table
 from deepecgkit.datasets.synthetic import CONTRAST_DATASETS
 from deepecgkit.evaluation.constants import RANDOM_INIT
 from deepecgkit.rundir.read import discover_runs, encoder_checkpoints
+from tests.deepecg_assets.output_trees import tree_bytes
 
 TRANSFER = [
     dg.AssetKey("discovered_runs"),
@@ -43,7 +49,7 @@ def test_transfer_matrix_on_the_bundled_corpus(bundled_transfer_build) -> None:
     # One build of the transfer assets on the bundled corpus (tests/conftest.py).
     result, output = bundled_transfer_build.result, bundled_transfer_build.output
     frames = output / "frames"
-    cells = frame_from_csv((frames / "transfer_matrix.csv").read_text())
+    cells = read_stored_frame(frames, "transfer_matrix")
     assert set(cells["model_name"]) == {"simple-cnn", "resnet1d", "se-resnet"}
     for architecture, block in cells.groupby("model_name"):
         matrix = matrix_frame(block)
@@ -92,7 +98,7 @@ def test_transfer_is_skipped_without_checkpoints(platform) -> None:
     }
     assert events["transfer_matrix"]["skipped"].value == NO_CHECKPOINTS
     assert events["transfer_table"]["skipped"].value == NO_CHECKPOINTS
-    stored = frame_from_csv((platform.output / "frames" / "transfer_matrix.csv").read_text())
+    stored = read_stored_frame(platform.output / "frames", "transfer_matrix")
     assert stored.empty and "score" in stored.columns
     assert not (platform.output / "tables" / "transfer_matrix.tex").exists()
 
@@ -108,3 +114,97 @@ def test_matrix_frame_puts_the_floor_first() -> None:
     matrix = matrix_frame(cells)
     assert list(matrix.index) == [RANDOM_INIT, "a", "b"]
     assert matrix.loc["a", "b"] == 0.7
+
+
+# --- reuse of cells between builds ----------------------------------------------------------
+
+#: The bundled simple-cnn runs that keep an encoder (one per contrast dataset).
+ENCODER_RUNS = {dataset: f"simple-cnn_{dataset}_seed0" for dataset in CONTRAST_DATASETS}
+#: Files of the output folder that are not the transfer assets' (the discovery cache).
+NOT_TRANSFER = {"cache/run_records.jsonl"}
+
+
+class TransferBuilds:
+    """One output folder refreshed build after build, and a clean build of the same state."""
+
+    def __init__(self, root: Path, instance: dg.DagsterInstance, patch: pytest.MonkeyPatch):
+        self.runs, self.kept, self.root = root / "runs", root / "kept", root
+        self.runs.mkdir()
+        self.instance, self.patch, self.builds = instance, patch, 0
+        patch.setenv("DEEPECG_RUNS", str(self.runs))
+        patch.setenv("DEEPECG_RECURSIVE", "1")
+
+    def add(self, dataset: str) -> Path:
+        run = self.runs / ENCODER_RUNS[dataset]
+        shutil.copytree(BUNDLED_CORPUS / ENCODER_RUNS[dataset], run)
+        return run
+
+    def build(self, output: Path, run_config: dict | None = None) -> dict:
+        self.patch.setenv("DEEPECG_OUTPUT", str(output))
+        result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+            instance=self.instance,
+            asset_selection=TRANSFER,
+            run_config=run_config or {},
+        )
+        assert result.success
+        (metadata,) = [
+            e.materialization.metadata
+            for e in result.get_asset_materialization_events()
+            if e.asset_key == dg.AssetKey("transfer_matrix")
+        ]
+        return {key: value.value for key, value in metadata.items()}
+
+    def refresh_equals_clean(self, run_config: dict | None = None) -> tuple[int, int]:
+        """Refresh the kept folder, build a fresh one; same bytes. Returns (reused, computed)."""
+        kept = self.build(self.kept, run_config)
+        self.builds += 1
+        clean_folder = self.root / f"clean{self.builds}"
+        clean = self.build(clean_folder, run_config)
+        assert clean["reused_cells"] == 0
+        assert clean["computed_cells"] == kept["reused_cells"] + kept["computed_cells"]
+        refreshed, fresh = tree_bytes(self.kept), tree_bytes(clean_folder)
+        for name in NOT_TRANSFER:
+            refreshed.pop(name, None), fresh.pop(name, None)
+        assert "cache/transfer_cells.json" in fresh
+        assert sorted(refreshed) == sorted(fresh)
+        for name, content in fresh.items():
+            assert refreshed[name] == content, f"{name} differs from a clean build's"
+        return kept["reused_cells"], kept["computed_cells"]
+
+
+def test_a_refresh_reuses_unchanged_cells_and_equals_a_clean_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    irregular, long_pr, bradycardia = CONTRAST_DATASETS
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    with dg.instance_for_test(temp_dir=str(home)) as instance:
+        builds = TransferBuilds(tmp_path, instance, monkeypatch)
+        builds.add(irregular)
+        builds.add(long_pr)
+        first = builds.build(builds.kept)  # a first build is a clean build
+        assert (first["reused_cells"], first["computed_cells"]) == (0, 6)  # 3 rows x 2 targets
+        # A checkpoint added: a new row and a new column; the 3 x 2 old cells are kept.
+        added = builds.add(bradycardia)
+        assert builds.refresh_equals_clean() == (6, 6)
+        # A checkpoint changed (other valid bytes): its row only.
+        changed = builds.runs / ENCODER_RUNS[long_pr] / "checkpoint.pt"
+        shutil.copyfile(builds.runs / ENCODER_RUNS[irregular] / "checkpoint.pt", changed)
+        assert builds.refresh_equals_clean() == (9, 3)
+        # A checkpoint deleted (its row and column go) and one corrupted: only the
+        # corrupt file's own cells are emptied, the other four are reused.
+        shutil.rmtree(added)
+        changed.write_bytes(b"garbage")
+        assert builds.refresh_equals_clean() == (4, 2)
+        cells = read_stored_frame(builds.kept / "frames", "transfer_matrix")
+        empty = pd.to_numeric(cells["score"], errors="coerce").isna()
+        assert set(cells.loc[empty, "source"]) == {long_pr} and empty.sum() == 2
+        # A setting changed, on a damaged cache (ignored and rebuilt): every cell is computed.
+        (builds.kept / "cache" / "transfer_cells.json").write_text('{"kind": "deepecgkit tr')
+        other_seed = {"ops": {"transfer_matrix": {"config": {"seed": 11}}}}
+        assert builds.refresh_equals_clean(other_seed) == (0, 6)
+        # No checkpoint left: no cells, and no cache of cells that are gone.
+        shutil.rmtree(builds.runs / ENCODER_RUNS[irregular])
+        shutil.rmtree(builds.runs / ENCODER_RUNS[long_pr])
+        builds.build(builds.kept)
+        assert not (builds.kept / "cache" / "transfer_cells.json").exists()

@@ -31,7 +31,7 @@ Brier (1950) (multi-class Brier score, range [0, 2]).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import numpy as np
@@ -292,6 +292,34 @@ def _cumulative(weights: np.ndarray, columns: np.ndarray) -> np.ndarray:
     return out
 
 
+def _one_vs_rest(
+    y: np.ndarray, prob: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per class ``c`` in order: its score column and its positive and negative unit indices."""
+    for c in range(prob.shape[1]):
+        yield prob[:, c], np.flatnonzero(y == c), np.flatnonzero(y != c)
+
+
+def _class_mean(
+    per_class: list[tuple[np.ndarray, ...]],
+    one_class: Callable[[np.ndarray, tuple[np.ndarray, ...]], np.ndarray],
+) -> Evaluator:
+    """Evaluator of the macro mean over classes of ``one_class(weights, per_class[c])``.
+
+    ``one_class`` returns the ``(R,)`` values of one class; a class that is
+    NaN in a resample (no positive or no negative weight) is left out of that
+    resample's mean, which is NaN only when every class is.
+    """
+
+    def evaluate(weights: np.ndarray) -> np.ndarray:
+        values = np.empty((weights.shape[0], len(per_class)))
+        for c, prepared in enumerate(per_class):
+            values[:, c] = one_class(weights, prepared)
+        return _mean_where(values, ~np.isnan(values))
+
+    return evaluate
+
+
 def _prepare_auroc(y: np.ndarray, prob: np.ndarray, bins: int) -> Evaluator:
     # One-vs-rest Mann-Whitney AUROC per class, ties counted one half: each
     # positive scores the negative weight strictly below it plus half of the
@@ -299,28 +327,23 @@ def _prepare_auroc(y: np.ndarray, prob: np.ndarray, bins: int) -> Evaluator:
     # both are columns of one cumulative sum (found by searchsorted), so a
     # resample costs a gather, a cumulative sum and a weighted sum.
     per_class = []
-    for c in range(prob.shape[1]):
-        scores = prob[:, c]
-        positives = np.flatnonzero(y == c)
-        negatives = np.flatnonzero(y != c)
+    for scores, positives, negatives in _one_vs_rest(y, prob):
         negatives = negatives[np.argsort(scores[negatives], kind="stable")]
         sorted_negative = scores[negatives]
         below = np.searchsorted(sorted_negative, scores[positives], side="left")
         at_or_below = np.searchsorted(sorted_negative, scores[positives], side="right")
         per_class.append((positives, negatives, below, at_or_below))
 
-    def evaluate(weights: np.ndarray) -> np.ndarray:
-        values = np.empty((weights.shape[0], len(per_class)))
-        for c, (positives, negatives, below, at_or_below) in enumerate(per_class):
-            negative_weight = _cumulative(weights, negatives)
-            positive_weight = weights[:, positives]
-            ranked = negative_weight[:, below] + negative_weight[:, at_or_below]
-            concordant = _HALF * np.einsum("rg,rg->r", positive_weight, ranked)
-            total = positive_weight.sum(axis=1) * negative_weight[:, -1]
-            values[:, c] = _ratio(concordant, total)
-        return _mean_where(values, ~np.isnan(values))
+    def one_class(weights: np.ndarray, prepared: tuple[np.ndarray, ...]) -> np.ndarray:
+        positives, negatives, below, at_or_below = prepared
+        negative_weight = _cumulative(weights, negatives)
+        positive_weight = weights[:, positives]
+        ranked = negative_weight[:, below] + negative_weight[:, at_or_below]
+        concordant = _HALF * np.einsum("rg,rg->r", positive_weight, ranked)
+        total = positive_weight.sum(axis=1) * negative_weight[:, -1]
+        return _ratio(concordant, total)
 
-    return evaluate
+    return _class_mean(per_class, one_class)
 
 
 def _prepare_macro_auprc(y: np.ndarray, prob: np.ndarray, bins: int) -> Evaluator:
@@ -331,10 +354,7 @@ def _prepare_macro_auprc(y: np.ndarray, prob: np.ndarray, bins: int) -> Evaluato
     # and negatives are each sorted once in descending order; TP and FP are
     # columns of their cumulative sums.
     per_class = []
-    for c in range(prob.shape[1]):
-        scores = prob[:, c]
-        positives = np.flatnonzero(y == c)
-        negatives = np.flatnonzero(y != c)
+    for scores, positives, negatives in _one_vs_rest(y, prob):
         positives = positives[np.argsort(-scores[positives], kind="stable")]
         negatives = negatives[np.argsort(-scores[negatives], kind="stable")]
         ascending_pos = np.sort(scores[positives])
@@ -347,19 +367,17 @@ def _prepare_macro_auprc(y: np.ndarray, prob: np.ndarray, bins: int) -> Evaluato
         )
         per_class.append((positives, negatives, at_least_pos, at_least_neg))
 
-    def evaluate(weights: np.ndarray) -> np.ndarray:
-        values = np.empty((weights.shape[0], len(per_class)))
-        for c, (positives, negatives, at_least_pos, at_least_neg) in enumerate(per_class):
-            true_pos_curve = _cumulative(weights, positives)
-            true_pos = true_pos_curve[:, at_least_pos]
-            retrieved = true_pos + _cumulative(weights, negatives)[:, at_least_neg]
-            precision = np.zeros_like(true_pos)
-            np.divide(true_pos, retrieved, out=precision, where=retrieved > 0)
-            weighted = np.einsum("rg,rg->r", weights[:, positives], precision)
-            values[:, c] = _ratio(weighted, true_pos_curve[:, -1])
-        return _mean_where(values, ~np.isnan(values))
+    def one_class(weights: np.ndarray, prepared: tuple[np.ndarray, ...]) -> np.ndarray:
+        positives, negatives, at_least_pos, at_least_neg = prepared
+        true_pos_curve = _cumulative(weights, positives)
+        true_pos = true_pos_curve[:, at_least_pos]
+        retrieved = true_pos + _cumulative(weights, negatives)[:, at_least_neg]
+        precision = np.zeros_like(true_pos)
+        np.divide(true_pos, retrieved, out=precision, where=retrieved > 0)
+        weighted = np.einsum("rg,rg->r", weights[:, positives], precision)
+        return _ratio(weighted, true_pos_curve[:, -1])
 
-    return evaluate
+    return _class_mean(per_class, one_class)
 
 
 def _prepare_recall(k: int) -> Callable[[np.ndarray, np.ndarray, int], Evaluator]:

@@ -45,8 +45,10 @@ Sign convention: ``difference = metric(a) - metric(b)``, positive when
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -74,6 +76,8 @@ from deepecgkit.analysis.compare.resampling import (
     evaluate_metric,
     expanded_bca_interval,
     expanded_p_value,
+    expanded_tail_probability,
+    percentile_interval,
     resolve_metric,
 )
 from deepecgkit.analysis.constants import (
@@ -121,6 +125,30 @@ METRIC_REFUSALS = (TOO_FEW_INFORMATIVE_GROUPS, BCA_UNDEFINED, NO_VALID_RESAMPLE)
 _BCA_METRIC = "auroc"
 #: A stratum redrawn with any spread holds at least two groups.
 _MIN_STRATUM_SPREAD = 2
+#: Distinct (confidence level, n) pairs whose expanded tail is kept: a report
+#: asks for a handful of n at one level, thousands of times.
+_TAIL_CACHE_SIZE = 1024
+
+
+@functools.lru_cache(maxsize=_TAIL_CACHE_SIZE)
+def _expanded_tail(confidence_level: float, n_units: int) -> float:
+    """``expanded_tail_probability``, computed once per level and ``n``.
+
+    Each call costs about a millisecond of scipy's distribution machinery
+    (a t and a normal quantile), more than the percentile interval it sets;
+    a report asks for the same few values once per metric and run.
+    """
+    return expanded_tail_probability(confidence_level, n_units)
+
+
+def _interval(
+    values: np.ndarray, confidence_level: float, *, method: str, n_units: int
+) -> tuple[float, float]:
+    """``bootstrap_interval``, with the expanded tail from :func:`_expanded_tail` (same numbers)."""
+    if method == INTERVAL_EXPANDED_PERCENTILE:
+        tail = _expanded_tail(float(confidence_level), int(n_units))
+        return percentile_interval(values, 1.0 - tail)
+    return bootstrap_interval(values, confidence_level, method=method, n_units=n_units)
 
 
 @dataclass(frozen=True)
@@ -235,9 +263,7 @@ def difference_statistics(
     n_valid = differences.size
     if n_valid == 0:
         return _NAN, _NAN, _NAN, _NAN, _NAN
-    ci_low, ci_high = bootstrap_interval(
-        differences, confidence_level, method=method, n_units=n_units
-    )
+    ci_low, ci_high = _interval(differences, confidence_level, method=method, n_units=n_units)
     lower_tail = (1 + np.count_nonzero(differences <= 0)) / (n_valid + 1)
     upper_tail = (1 + np.count_nonzero(differences >= 0)) / (n_valid + 1)
     p_value = min(1.0, 2.0 * min(lower_tail, upper_tail))
@@ -289,6 +315,37 @@ def _informed(
     return draws.reason or information_refusal(information, minimum=minimum, metric=name), units
 
 
+def _resample_fields(
+    draws: GroupDraws,
+    valid: np.ndarray,
+    refusal: str | None,
+    method: str,
+    *,
+    n_resamples: int,
+    confidence_level: float,
+    seed: int,
+    stratified: bool,
+) -> dict[str, Any]:
+    """The fields :class:`BootstrapInterval` and :class:`BootstrapDifference` share.
+
+    What was resampled and how, and why there is no interval: ``valid`` holds
+    the valid resample values (or differences), ``refusal`` the reason found
+    before any was drawn (see :func:`_reason`).
+    """
+    n_valid = int(valid.size)
+    return {
+        "n_samples": draws.grouped.n_samples,
+        "n_groups": draws.grouped.n_groups,
+        "n_resamples": n_resamples,
+        "n_valid_resamples": n_valid,
+        "confidence_level": float(confidence_level),
+        "seed": seed,
+        "stratified": stratified,
+        "interval_method": method,
+        "no_interval_reason": _reason(refusal, n_valid),
+    }
+
+
 def interval_from_grouped(
     draws: GroupDraws,
     metric: BatchMetric,
@@ -327,21 +384,22 @@ def interval_from_grouped(
                 "or a BCa level is undefined"
             )
     else:
-        ci_low, ci_high = bootstrap_interval(values, confidence_level, method=method, n_units=units)
+        ci_low, ci_high = _interval(values, confidence_level, method=method, n_units=units)
     return BootstrapInterval(
         metric=name,
         estimate=estimate,
         ci_low=ci_low,
         ci_high=ci_high,
-        n_samples=grouped.n_samples,
-        n_groups=grouped.n_groups,
-        n_resamples=n_resamples,
-        n_valid_resamples=int(values.size),
-        confidence_level=float(confidence_level),
-        seed=seed,
-        stratified=stratified,
-        interval_method=method,
-        no_interval_reason=_reason(refusal, int(values.size)),
+        **_resample_fields(
+            draws,
+            values,
+            refusal,
+            method,
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            seed=seed,
+            stratified=stratified,
+        ),
         values=values,
     )
 
@@ -386,15 +444,16 @@ def difference_from_grouped(
         p_value=p_value,
         prob_a_larger=larger,
         prob_a_smaller=smaller,
-        n_samples=grouped.n_samples,
-        n_groups=grouped.n_groups,
-        n_resamples=n_resamples,
-        n_valid_resamples=int(differences.size),
-        confidence_level=float(confidence_level),
-        seed=seed,
-        stratified=stratified,
-        interval_method=method,
-        no_interval_reason=_reason(refusal, int(differences.size)),
+        **_resample_fields(
+            draws,
+            differences,
+            refusal,
+            method,
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            seed=seed,
+            stratified=stratified,
+        ),
         differences=differences,
     )
 

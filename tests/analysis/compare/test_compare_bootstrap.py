@@ -19,11 +19,13 @@ from deepecgkit.analysis.compare import (
     resampling,
 )
 from deepecgkit.analysis.compare.bootstrap import (
+    _interval,
     difference_statistics,
     expansion_units,
     interval_refusal,
 )
 from deepecgkit.analysis.compare.resampling import (
+    bootstrap_interval,
     draw_counts,
     expanded_p_value,
     expanded_tail_probability,
@@ -417,3 +419,14 @@ def test_expansion_units() -> None:
     assert expansion_units(np.repeat([0, 1, 2], [40, 9, 1]), stratified=True) == 9
     assert expansion_units(np.repeat([0, 1, 2], [40, 9, 1]), stratified=False) == 50
     assert expansion_units(np.array([0, 1]), stratified=True) == 0
+
+
+@pytest.mark.parametrize("method", ["percentile", "expanded-percentile"])
+def test_the_cached_expanded_tail_gives_bootstrap_intervals_numbers(method: str) -> None:
+    """Bit for bit, asked twice (the second answer from the cache), for n of 0 to 40."""
+    values = np.random.default_rng(2).normal(size=257)
+    for n_units, level in itertools.product((0, 1, 2, 3, 7, 40), (0.9, 0.95)):
+        expected = bootstrap_interval(values, level, method=method, n_units=n_units)
+        for _ in range(2):
+            assert _interval(values, level, method=method, n_units=n_units) == expected
+    assert all(math.isnan(v) for v in _interval(np.empty(0), 0.95, method=method, n_units=9))

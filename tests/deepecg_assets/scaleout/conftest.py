@@ -115,9 +115,16 @@ def log_tail(path: Path, characters: int = 4000) -> str:
         return "(no log)"
 
 
-def assert_same_outputs(built: Path, reference: Path) -> None:
-    """The two output folders hold the same files with the same bytes."""
+def assert_same_outputs(built: Path, reference: Path, *, frames: Path | None = None) -> None:
+    """The two output folders hold the same files with the same bytes.
+
+    ``frames``: where the build stored its frames when not under ``built``
+    (the frame store's own base path); they stand in for ``built/frames``.
+    """
     got, want = tree_bytes(built), tree_bytes(reference)
+    if frames is not None:
+        assert not any(name.startswith("frames/") for name in got), "frames outside base_path"
+        got |= {f"frames/{name}": data for name, data in tree_bytes(frames).items()}
     assert sorted(got) == sorted(want), "the builds wrote different files"
     differing = [name for name in want if got[name] != want[name]]
     assert not differing, f"files that differ from the reference build: {differing}"
@@ -395,11 +402,14 @@ def dask_cluster(tmp_path: Path, dask_cluster_env: dict[str, str]) -> Iterator[D
 def reference_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], Path]:
     """A builder: every asset of ``runs`` in this process on an SQLite instance; its output folder.
 
-    This is the single-machine build that the scale-out builds must equal byte for byte.
+    This is the single-machine build that the scale-out builds must equal byte for byte:
+    the build command's two runs (discovery, then every dataset partition in one run).
     """
+    import io
+
     import dagster as dg
 
-    from deepecg_assets.definitions import defs
+    from deepecg_assets.build import materialize_everything
 
     def build(runs: Path) -> Path:
         output = tmp_path / "reference_output"
@@ -409,8 +419,7 @@ def reference_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable
         home = tmp_path / "reference_home"
         home.mkdir()
         with dg.instance_for_test(temp_dir=str(home)) as instance:
-            job = defs.resolve_implicit_global_asset_job_def()
-            assert job.execute_in_process(instance=instance).success
+            assert materialize_everything(instance, verbose=False, stream=io.StringIO()).success
         return output
 
     return build

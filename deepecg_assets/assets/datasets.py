@@ -1,0 +1,154 @@
+"""Per-dataset assets: everything that depends on one dataset's runs only, partitioned by dataset.
+
+One step computes a dataset's frames, in the order the analysis needs them:
+its long metrics frame (``run_metrics``), the averaging reconciliation
+(``reconciled_runs``, ``averaging_conflicts``), the per-seed ``aggregates``,
+the ``rank_distribution``, the ``tau_summary``, and the seed-paired
+``paired_differences`` of every model pair (everything a flip row needs:
+mean, standard error, n, wins, averaging, correction, bimodal flag). Each is
+its own asset with one stored frame per dataset; they are computed in one
+step because a Dagster step costs a fixed tenth of a second or more, which at
+seven assets per dataset would dwarf the work of a small dataset.
+
+None of these assets has an automation condition: ``discovered_runs`` is
+shared by every dataset, so an eager condition would recompute every
+partition whenever one dataset changed. The run sensor
+(:mod:`deepecg_assets.sensors`) requests exactly the partitions whose runs
+changed; the cross-dataset assets downstream are eager.
+"""
+
+import warnings
+from collections.abc import Mapping
+
+import dagster as dg
+import pandas as pd
+
+from deepecg_assets.assets.analysis import ANALYSIS_GROUP, restricted
+from deepecg_assets.assets.discovery import DISCOVERY_GROUP
+from deepecg_assets.partitions import DATASETS, SINGLE_RUN, frames_by_key
+from deepecg_assets.resources import AnalysisSettings
+from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
+from deepecgkit.analysis.ranking import (
+    paired_differences,
+    rank_distribution as rank_distribution_frame,
+    tau_summary as tau_summary_frame,
+)
+from deepecgkit.rundir.records import frame_to_records, runs_to_frame
+
+_KINDS = {"pandas", "parquet"}
+
+#: The per-dataset assets, in the order they are computed, with what each holds.
+DATASET_ASSETS: dict[str, tuple[str, str]] = {
+    "run_metrics": (
+        DISCOVERY_GROUP,
+        "The long frame every statistic reads: one row per run and metric, of one dataset. "
+        "Look at: the row count (runs x metrics) and the preview, to see which metrics the "
+        "runs report before choosing analysis.metric.",
+    ),
+    "reconciled_runs": (
+        DISCOVERY_GROUP,
+        "The long frame after dropping minority averaging modes: what every aggregate, rank "
+        "and flip test is computed from. Look at: runs (how many went into the statistics).",
+    ),
+    "averaging_conflicts": (
+        DISCOVERY_GROUP,
+        "What reconciliation dropped: one row per (dataset, model) cell whose runs mixed "
+        "averaging modes (macro vs weighted ...), with the kept mode and the runs dropped. "
+        "Look at: dropped_runs; empty is the healthy state.",
+    ),
+    "aggregates": (
+        ANALYSIS_GROUP,
+        "Per model and metric: mean, SD and Student-t interval across seeds (what the results "
+        "table prints). Look at: n (seeds per cell) and the interval widths; a cell of few "
+        "seeds has a wide interval, not a wrong one.",
+    ),
+    "rank_distribution": (
+        ANALYSIS_GROUP,
+        "Per model: how often each rank was attained over the seeds. Look at: mode_fraction "
+        "and top1_fraction; a model that is best on only half its seeds does not hold rank 1.",
+    ),
+    "tau_summary": (
+        ANALYSIS_GROUP,
+        "Kendall tau-b between seed rankings (jackknife interval) and Kendall's W: how stable "
+        "the ranking is across seeds. Look at: tau_mean with its interval and p_kendall_w.",
+    ),
+    "paired_differences": (
+        ANALYSIS_GROUP,
+        "Seed-paired difference of every model pair (mean, interval, p-value with the "
+        "correction applied, wins, n, averaging, bimodal flag): the components of every flip "
+        "test and rank claim, combined across datasets by flip_grid. Look at: reason (why a "
+        "pair is untestable) and correction_applied.",
+    ),
+}
+
+
+def dataset_frames(
+    records: pd.DataFrame,
+    analysis: AnalysisSettings,
+    *,
+    log: dg.DagsterLogManager | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Every per-dataset frame of one dataset's rows of ``discovered_runs``, by asset name."""
+    runs = runs_to_frame(frame_to_records(records))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kept, conflicts = reconcile_averaging(runs)
+    for warning in caught:
+        if log is not None:
+            log.warning(str(warning.message))
+    selected = restricted(kept, analysis)
+    return {
+        "run_metrics": runs,
+        "reconciled_runs": kept,
+        "averaging_conflicts": conflicts,
+        "aggregates": aggregate_runs(kept, analysis.confidence_level),
+        "rank_distribution": rank_distribution_frame(selected, analysis.metric),
+        "tau_summary": tau_summary_frame(
+            selected, analysis.metric, confidence_level=analysis.confidence_level
+        ),
+        "paired_differences": paired_differences(
+            kept,
+            analysis.metric,
+            confidence_level=analysis.confidence_level,
+            correction=analysis.correction,
+            models=analysis.models,
+            datasets=analysis.datasets,
+            min_test_groups=analysis.min_test_groups,
+            strict_correction=analysis.strict_correction,
+        ),
+    }
+
+
+def _summary(name: str, frames: Mapping[str, pd.DataFrame]) -> dict[str, object]:
+    """Metadata a person can act on, summed over the step's datasets."""
+    if name == "reconciled_runs":
+        return {"runs": sum(int(f["run_dir"].nunique()) for f in frames.values() if len(f))}
+    if name == "averaging_conflicts":
+        return {
+            "conflicts": sum(len(f) for f in frames.values()),
+            "dropped_runs": sum(int(f["dropped_runs"].sum()) for f in frames.values() if len(f)),
+        }
+    return {}
+
+
+@dg.multi_asset(
+    outs={
+        name: dg.AssetOut(group_name=group, description=description, kinds=_KINDS)
+        for name, (group, description) in DATASET_ASSETS.items()
+    },
+    partitions_def=DATASETS,
+    backfill_policy=SINGLE_RUN,
+)
+def dataset_analysis(
+    context: dg.AssetExecutionContext, discovered_runs: pd.DataFrame, analysis: AnalysisSettings
+):
+    """The frames of each dataset of this step (one partition, or all in a single-run backfill)."""
+    analysis.checked()
+    keys = list(context.partition_keys)
+    records = frames_by_key(discovered_runs, keys)
+    by_asset: dict[str, dict[str, pd.DataFrame]] = {name: {} for name in DATASET_ASSETS}
+    for key in keys:
+        for name, frame in dataset_frames(records[key], analysis, log=context.log).items():
+            by_asset[name][key] = frame
+    for name, frames in by_asset.items():
+        yield dg.Output(frames, output_name=name, metadata=_summary(name, frames))

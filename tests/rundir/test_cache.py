@@ -1,0 +1,281 @@
+"""Per-dataset state digests: the sensor's scan and the discovery asset's read agree on them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from deepecgkit.rundir.cache import (
+    CACHE_FORMAT_VERSION,
+    DIGEST_LENGTH,
+    RunCache,
+    metrics_file_state,
+    scan_tree_state,
+)
+from deepecgkit.rundir.format import METRICS_FILENAME
+from deepecgkit.rundir.read import (
+    discover_runs,
+    find_run_candidate_paths,
+    find_run_candidates,
+    read_run,
+)
+from deepecgkit.rundir.records import RunRecord
+from deepecgkit.rundir.write import write_run_directory
+
+#: Dataset names a JSON field or a tab-separated line could trip over.
+ODD_DATASETS = ("afib", "b\tc", 'quote"d', "back\\slash", "é-ü", "007", "line\nbreak")
+
+
+def make(root: Path, name: str, dataset: str, seed: int, f1: float = 0.5) -> Path:
+    return write_run_directory(
+        root / name, model="cnn", dataset=dataset, metrics={"f1": f1}, seed=seed
+    )
+
+
+def half_written(root: Path, name: str) -> Path:
+    run = root / name
+    run.mkdir(parents=True)
+    (run / METRICS_FILENAME).write_text("model,dataset,f1\ncnn,afib,0.5")  # no final newline
+    return run
+
+
+def sensor_digests(root: Path, cache_file: Path | None = None) -> dict[str, str]:
+    """What the sensor computes: a loaded (or new) cache, scan_tree_state, dataset_digests."""
+    cache = RunCache() if cache_file is None else RunCache.load(cache_file)
+    scan_tree_state(root, cache=cache)
+    return cache.dataset_digests()
+
+
+def discovery_digests(root: Path, cache_file: Path | None = None) -> dict[str, str]:
+    """What the discovery asset computes: discover_runs(reader=cache.read), dataset_digests."""
+    cache = RunCache() if cache_file is None else RunCache.load(cache_file)
+    discover_runs(root, recursive=True, reader=cache.read)
+    return cache.dataset_digests()
+
+
+def saved(root: Path, cache_file: Path) -> Path:
+    """Save a cache that has read every run under ``root``."""
+    cache = RunCache()
+    discover_runs(root, recursive=True, reader=cache.read)
+    return cache.save(cache_file)
+
+
+def reference_digests(root: Path) -> dict[str, str]:
+    """Independent of the cache: read_run per candidate, SHA-256 per dataset by hand."""
+    lines: dict[str, list[str]] = {}
+    for run_dir in find_run_candidates(root, recursive=True)[0]:
+        record = read_run(run_dir)
+        if isinstance(record, RunRecord):
+            info = os.stat(run_dir / METRICS_FILENAME)
+            line = f"{run_dir}\t{info.st_mtime_ns}\t{info.st_size}\n"
+            lines.setdefault(record.dataset, []).append(line)
+    return {
+        dataset: hashlib.sha256("".join(sorted(lines[dataset])).encode()).hexdigest()[
+            :DIGEST_LENGTH
+        ]
+        for dataset in sorted(lines)
+    }
+
+
+def all_ways(root: Path, cache_file: Path) -> list[dict[str, str]]:
+    """The map computed by the sensor and by discovery, each on a new and on a saved cache."""
+    saved(root, cache_file)
+    return [
+        sensor_digests(root),
+        discovery_digests(root),
+        sensor_digests(root, cache_file),
+        discovery_digests(root, cache_file),
+    ]
+
+
+def test_sensor_and_discovery_compute_the_same_map(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    for seed in range(3):
+        make(root, f"a_seed{seed}", "afib", seed)
+        make(root / "nested", f"b_seed{seed}", "rhythm", seed)
+    half_written(root, "c_seed0")
+    maps = all_ways(root, tmp_path / "cache.jsonl")
+    assert maps[0] == reference_digests(root)
+    assert all(other == maps[0] for other in maps[1:])
+    assert list(maps[0]) == ["afib", "rhythm"]
+
+
+def test_a_change_in_one_dataset_changes_only_its_digest(tmp_path: Path) -> None:
+    root, cache_file = tmp_path / "runs", tmp_path / "cache.jsonl"
+    for seed in range(2):
+        make(root, f"a_seed{seed}", "afib", seed)
+        make(root, f"b_seed{seed}", "rhythm", seed)
+    before = sensor_digests(root)
+
+    def step() -> dict[str, str]:
+        maps = all_ways(root, cache_file)
+        assert all(other == maps[0] for other in maps[1:])
+        return maps[0]
+
+    added = (make(root, "b_seed2", "rhythm", 2), step())[1]
+    assert added["afib"] == before["afib"] and added["rhythm"] != before["rhythm"]
+
+    make(root, "b_seed0", "rhythm", 0, f1=0.75)
+    os.utime(root / "b_seed0" / METRICS_FILENAME, ns=(10**9, 10**9))
+    changed = step()
+    assert changed["afib"] == before["afib"]
+    assert changed["rhythm"] not in (before["rhythm"], added["rhythm"])
+
+    shutil.rmtree(root / "b_seed2")
+    removed = step()
+    assert removed["afib"] == before["afib"]
+    assert removed["rhythm"] not in (before["rhythm"], added["rhythm"], changed["rhythm"])
+
+    half_written(root, "b_seed9")
+    (root / "b_seed8").mkdir()
+    (root / "b_seed8" / METRICS_FILENAME).write_text("model,dataset\n")  # no data row
+    assert step() == removed, "an unreadable run changes no digest"
+
+    shutil.rmtree(root / "a_seed0")
+    shutil.rmtree(root / "a_seed1")
+    gone = step()
+    assert list(gone) == ["rhythm"] and gone["rhythm"] == removed["rhythm"]
+
+
+def test_moving_a_run_to_another_dataset_changes_both(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    make(root, "a_seed0", "afib", 0)
+    make(root, "a_seed1", "afib", 1)
+    make(root, "b_seed0", "rhythm", 0)
+    before = sensor_digests(root)
+    make(root, "a_seed1", "rhythm", 1)
+    os.utime(root / "a_seed1" / METRICS_FILENAME, ns=(10**9, 10**9))
+    after = sensor_digests(root)
+    assert after["afib"] != before["afib"] and after["rhythm"] != before["rhythm"]
+    assert after == discovery_digests(root) == reference_digests(root)
+
+
+def test_union_of_datasets_is_the_readable_runs_datasets(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    for index, dataset in enumerate(ODD_DATASETS):
+        make(root, f"run{index}_seed0", dataset, 0)
+    write_run_directory(  # failed and seedless runs are readable: discovery visits them too
+        root / "failed", model="cnn", dataset="crashed", metrics={"f1": 0.1}, returncode=1
+    )
+    half_written(root, "pending_seed0")
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    cache = RunCache.load(cache_file)
+    state = scan_tree_state(root, cache=cache)
+    readable = [read_run(run) for run in find_run_candidates(root, recursive=True)[0]]
+    datasets = {record.dataset for record in readable if isinstance(record, RunRecord)}
+    assert set(cache.dataset_digests()) == datasets == {*ODD_DATASETS, "crashed"}
+    per_dataset = cache.dataset_states()
+    assert sorted(s for states in per_dataset.values() for s in states) == list(state.entries)
+    assert cache.dataset_digests() == discovery_digests(root, cache_file)
+    assert cache.damaged == 0 and cache.misses == 0, "odd names round-trip through the file"
+
+
+def test_saved_lines_carry_the_dataset_and_version_4(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    make(root, "a_seed0", 'quote"d', 0)
+    half_written(root, "b_seed0")
+    lines = saved(root, tmp_path / "cache.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[0]) == {"format": CACHE_FORMAT_VERSION} and CACHE_FORMAT_VERSION == 4
+    fields = [line.split("\t") for line in lines[1:]]
+    assert [json.loads(f[3]) for f in fields] == ['quote"d', None]
+
+
+def test_a_version_3_cache_is_ignored_and_rebuilt(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    run = make(root, "a_seed0", "afib", 0)
+    state = metrics_file_state(run)
+    assert state is not None
+    old = tmp_path / "old.jsonl"
+    record = json.dumps({"run_dir": str(run)})
+    old.write_text(f'{{"format": 3}}\n"{run}"\t{state.mtime_ns}\t{state.size}\t{record}\n')
+    cache = RunCache.load(old)
+    assert len(cache) == 0
+    assert sensor_digests(root, old) == reference_digests(root)
+
+
+def test_a_dataset_field_that_disagrees_with_its_record_is_damage(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    make(root, "a_seed0", "afib", 0)
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    text = cache_file.read_text(encoding="utf-8")
+    cache_file.write_text(text.replace('\t"afib"\t', '\t"rhythm"\t', 1), encoding="utf-8")
+    cache = RunCache.load(cache_file)
+    records, _ = discover_runs(root, reader=cache.read)
+    assert [r.dataset for r in records] == ["afib"] and cache.damaged == 1 and cache.misses == 1
+    assert cache.dataset_digests() == reference_digests(root)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    runs=st.lists(
+        st.tuples(st.sampled_from(ODD_DATASETS[:4]), st.booleans(), st.booleans()),
+        max_size=8,
+    ),
+    changes=st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["rewrite", "remove"]))),
+)
+def test_property_digests_agree_and_follow_each_change(
+    runs: list[tuple[str, bool, bool]], changes: list[tuple[int, str]]
+) -> None:
+    """Any corpus: every way of computing the map agrees with the reference, before and after
+    changes; a dataset's digest changes iff one of its readable runs was touched."""
+    with tempfile.TemporaryDirectory() as folder:
+        root, cache_file = Path(folder) / "runs", Path(folder) / "cache.jsonl"
+        root.mkdir()
+        for index, (dataset, readable, nested) in enumerate(runs):
+            parent = root / "deep" if nested else root
+            if readable:
+                make(parent, f"run{index}_seed{index}", dataset, index)
+            else:
+                half_written(parent, f"run{index}_seed{index}")
+        before = all_ways(root, cache_file)
+        assert all(other == before[0] for other in before) and before[0] == reference_digests(root)
+
+        touched: set[str] = set()
+        for index, change in changes:
+            if index >= len(runs):
+                continue
+            dataset, readable, nested = runs[index]
+            run = (root / "deep" if nested else root) / f"run{index}_seed{index}"
+            if not run.exists():
+                continue
+            if change == "remove":
+                shutil.rmtree(run)
+            elif readable:
+                make(run.parent, run.name, dataset, index, f1=0.25)
+                os.utime(run / METRICS_FILENAME, ns=(index + 1, index + 1))
+            if readable:
+                touched.add(dataset)
+        after = all_ways(root, cache_file)
+        assert all(other == after[0] for other in after) and after[0] == reference_digests(root)
+        for dataset in set(before[0]) | set(after[0]):
+            assert (before[0].get(dataset) != after[0].get(dataset)) == (dataset in touched)
+
+
+def test_candidate_paths_are_the_keys_discovery_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sensor lists strings, discovery Paths: a root spelt ``./runs/`` gives one key."""
+    monkeypatch.chdir(tmp_path)
+    make(tmp_path / "runs", "a_seed0", "afib", 0)
+    make(tmp_path / "runs" / "deep", "b_seed0", "rhythm", 0)
+    for root in ("./runs/", "runs//", "runs/."):
+        for recursive in (False, True):
+            strings, _ = find_run_candidate_paths(root, recursive=recursive)
+            paths, _ = find_run_candidates(root, recursive=recursive)
+            assert strings == [os.fspath(path) for path in paths]
+        cache = RunCache()
+        discover_runs(root, recursive=True, reader=cache.read)
+        state = scan_tree_state(root, cache=cache)
+        assert cache.misses == 2 and cache.hits == 0, "the scan found discovery's entries"
+        assert [entry.path for entry in state.entries] == ["runs/a_seed0", "runs/deep/b_seed0"]

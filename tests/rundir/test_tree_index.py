@@ -1,0 +1,359 @@
+"""The tree index's quick tick says "unchanged" only where a full scan sees no change.
+
+Every test runs ticks the way ``new_runs_sensor`` does (:func:`tick`: the
+saved index's proof, else the full scan through the run cache, which saves
+a new index) and compares each tick's digest with the truth, a full scan on
+a fresh cache. Each also checks which path the tick took, so a proof that
+refused everything (or accepted everything) would fail.
+
+Directories are trusted once their change time is older than the safety
+window; real ticks use 2 s, these tests :data:`WINDOW_NS` and sleep past it
+(:func:`settle`) where a test needs the listing-free path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from deepecgkit.rundir.cache import RunCache, scan_tree_state
+from deepecgkit.rundir.format import METRICS_FILENAME
+from deepecgkit.rundir.tree_index import SAFETY_WINDOW_NS, TreeIndex, indexed_tree_state
+from deepecgkit.rundir.write import write_run_directory
+
+#: The tests' safety window (ns): long against ext4's clock tick, short for a test.
+WINDOW_NS = 30_000_000
+
+
+def settle() -> None:
+    """Wait until every directory changed so far is older than the window."""
+    time.sleep(WINDOW_NS / 1e9 * 1.5)
+
+
+def make(root: Path, name: str, dataset: str = "afib", seed: int = 0) -> Path:
+    return write_run_directory(
+        root / name, model="cnn", dataset=dataset, metrics={"f1": 0.5}, seed=seed
+    )
+
+
+def truth(root: Path, *, recursive: bool = True) -> str:
+    return scan_tree_state(root, recursive=recursive, cache=RunCache()).digest
+
+
+class Ticker:
+    """The sensor's two paths over one output folder; records which path each tick took."""
+
+    def __init__(self, root: Path, out: Path, *, recursive: bool = True) -> None:
+        self.root, self.recursive = root, recursive
+        self.index_file, self.cache_file = out / "tree_index.json", out / "runs.jsonl"
+        self.paths: list[str] = []
+
+    def tick(self) -> str:
+        index = TreeIndex.load(self.index_file, safety_window_ns=WINDOW_NS)
+        quick = None if index is None else index.unchanged(self.root, recursive=self.recursive)
+        if quick is not None:
+            if index is not None and index.refreshed:
+                index.save(self.index_file)
+            self.paths.append("quick")
+            return quick.digest
+        cache = RunCache.load(self.cache_file)
+        state, index = indexed_tree_state(
+            self.root, recursive=self.recursive, cache=cache, safety_window_ns=WINDOW_NS
+        )
+        index.save(self.index_file)
+        cache.prune_unvisited()
+        cache.save(self.cache_file)
+        self.paths.append("full")
+        return state.digest
+
+    def checked(self) -> str:
+        """A tick, asserted to give the full scan's digest."""
+        digest = self.tick()
+        assert digest == truth(self.root, recursive=self.recursive), self.paths
+        return digest
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Ticker:
+    root = tmp_path / "runs"
+    for seed in range(3):
+        make(root, f"cnn_afib_seed{seed}", seed=seed)
+        make(root / "nested" / "ptbxl", f"cnn_ptbxl_seed{seed}", "ptbxl", seed)
+    ticker = Ticker(root, tmp_path / "out")
+    settle()
+    ticker.checked()
+    ticker.checked()
+    assert ticker.paths == ["full", "quick"], "an unchanged, settled tree needs no listing"
+    return ticker
+
+
+def replace_metrics(run: Path, text: str, *, mtime_ns: int | None = None) -> None:
+    """Put a new metrics file in place by rename, as the project's writers do."""
+    temporary = run / ".metrics.tmp"
+    temporary.write_text(text)
+    if mtime_ns is not None:
+        os.utime(temporary, ns=(mtime_ns, mtime_ns))
+    os.replace(temporary, run / METRICS_FILENAME)
+
+
+def test_a_run_added_at_the_top_is_seen(corpus: Ticker) -> None:
+    before = corpus.checked()
+    make(corpus.root, "cnn_afib_seed9", seed=9)
+    assert corpus.checked() != before
+    assert corpus.paths[-1] == "full"
+    corpus.checked()
+    assert corpus.paths[-1] == "quick", "the new index covers the new run"
+
+
+def test_a_nested_run_added_is_seen(corpus: Ticker) -> None:
+    before = corpus.checked()
+    make(corpus.root / "nested" / "ptbxl", "cnn_ptbxl_seed7", "ptbxl", 7)
+    assert corpus.checked() != before
+
+
+def test_a_removed_run_is_seen(corpus: Ticker) -> None:
+    before = corpus.checked()
+    shutil.rmtree(corpus.root / "nested" / "ptbxl" / "cnn_ptbxl_seed1")
+    assert corpus.checked() != before
+
+
+def test_a_run_rewritten_by_rename_is_seen(corpus: Ticker) -> None:
+    before = corpus.checked()
+    run = corpus.root / "cnn_afib_seed0"
+    old = (run / METRICS_FILENAME).stat()
+    text = (run / METRICS_FILENAME).read_text().replace("afib", "sleep")  # same size
+    replace_metrics(run, text, mtime_ns=old.st_mtime_ns + 1_000_000)
+    assert corpus.checked() != before
+    assert corpus.paths[-1] == "full"
+
+
+def test_metrics_edited_in_place_with_the_same_size_are_seen(corpus: Ticker) -> None:
+    before = corpus.checked()
+    metrics = corpus.root / "cnn_afib_seed1" / METRICS_FILENAME
+    old = metrics.stat()
+    text = metrics.read_text()
+    assert "0.5" in text
+    with open(metrics, "r+") as handle:  # in place: the directory does not change
+        handle.write(text.replace("0.5", "0.7"))
+    os.utime(metrics, ns=(old.st_mtime_ns + 1_000_000, old.st_mtime_ns + 1_000_000))
+    assert metrics.stat().st_size == old.st_size
+    assert corpus.checked() != before
+    assert corpus.paths[-1] == "full"
+
+
+def test_a_directory_added_inside_a_run_is_listed(corpus: Ticker) -> None:
+    before = corpus.checked()
+    run = corpus.root / "cnn_afib_seed2"
+    (run / "checkpoints").mkdir()
+    assert corpus.checked() == before, "no new run: the same digest, after a full scan"
+    assert corpus.paths[-1] == "full"
+    make(run / "checkpoints", "inner_seed5", seed=5)
+    assert corpus.checked() != before, "a run nested inside a run is a run"
+
+
+def test_a_half_written_run_is_seen_when_it_becomes_readable(corpus: Ticker) -> None:
+    run = corpus.root / "cnn_afib_seed5"
+    run.mkdir()
+    metrics = run / METRICS_FILENAME
+    metrics.write_text("model,dataset,f1\ncnn,afib,0.5")  # no final line break: pending
+    before = corpus.checked()
+    settle()
+    corpus.checked()
+    assert corpus.paths[-1] == "quick", "a pending run that did not change needs no listing"
+    with open(metrics, "a") as handle:  # finished in place
+        handle.write("\n")
+    assert corpus.checked() != before
+
+
+def test_a_file_written_into_a_run_costs_a_listing_not_a_full_scan(corpus: Ticker) -> None:
+    before = corpus.checked()
+    (corpus.root / "cnn_afib_seed0" / "train.log").write_text("epoch 1\n")
+    assert corpus.checked() == before
+    assert corpus.paths[-1] == "quick", "the listing matters to discovery as it was"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],
+        lambda data: data.replace(b'"wm"', b'"w-"', 1),
+        lambda data: b'{"format": 99}\n{}\n',
+        lambda data: b"",
+        lambda data: b"\xff\xfe not json",
+    ],
+    ids=["truncated", "one-byte-changed", "other-format", "empty", "garbage"],
+)
+def test_a_damaged_index_is_ignored_and_rebuilt(corpus: Ticker, damage) -> None:
+    before = corpus.checked()
+    corpus.index_file.write_bytes(damage(corpus.index_file.read_bytes()))
+    assert TreeIndex.load(corpus.index_file, safety_window_ns=WINDOW_NS) is None
+    assert corpus.checked() == before
+    assert corpus.paths[-1] == "full"
+    assert corpus.checked() == before
+    assert corpus.paths[-1] == "quick", "rebuilt"
+
+
+def test_an_index_of_other_roots_or_mode_proves_nothing(corpus: Ticker, tmp_path: Path) -> None:
+    index = TreeIndex.load(corpus.index_file, safety_window_ns=WINDOW_NS)
+    assert index is not None
+    assert index.unchanged(corpus.root, recursive=False) is None
+    assert index.unchanged([corpus.root, tmp_path], recursive=True) is None
+    assert index.unchanged(corpus.root, recursive=True) is not None
+
+
+def test_an_index_with_a_shorter_window_than_asked_is_ignored(corpus: Ticker) -> None:
+    assert TreeIndex.load(corpus.index_file, safety_window_ns=SAFETY_WINDOW_NS) is None
+
+
+def rewrite_index(path: Path, edit) -> None:
+    """Edit a saved index's body and seal it again (a writer's file, not damage)."""
+    head, body = path.read_text().split("\n")[:2]
+    fields = json.loads(body)
+    edit(fields)
+    new_body = json.dumps(fields, separators=(",", ":"))
+    header = json.loads(head)
+    header["sha256"] = hashlib.sha256(new_body.encode()).hexdigest()
+    path.write_text(f"{json.dumps(header)}\n{new_body}\n")
+
+
+def test_a_stamp_too_recent_to_trust_is_listed_again(corpus: Ticker) -> None:
+    """A change that left the root's stamp as it was (same clock tick) is still found.
+
+    The collision is made by hand: after a run is added, the saved index is
+    given the root's new stamp, as if the change had not moved it. Marked
+    untrusted (recorded within the window) the root is listed again and the
+    run found; marked trusted, the proof would accept the stale listing,
+    which is why the window exists.
+    """
+    before = corpus.checked()
+    make(corpus.root, "cnn_afib_seed8", seed=8)
+    root = str(corpus.root)
+    stamp = os.stat(root).st_ctime_ns
+
+    def collide(trusted: bool):
+        def edit(fields):
+            number = fields["directories"].index(root)
+            fields["stamps"][number] = stamp
+            untrusted = set(fields["untrusted"]) - {number}
+            fields["untrusted"] = sorted(untrusted if trusted else untrusted | {number})
+
+        return edit
+
+    saved = corpus.index_file.read_bytes()
+    rewrite_index(corpus.index_file, collide(trusted=True))
+    stale = TreeIndex.load(corpus.index_file, safety_window_ns=WINDOW_NS)
+    assert stale is not None and stale.unchanged(corpus.root, recursive=True) is not None
+    corpus.index_file.write_bytes(saved)
+    rewrite_index(corpus.index_file, collide(trusted=False))
+    assert corpus.checked() != before
+    assert corpus.paths[-1] == "full"
+
+
+def test_a_fresh_index_lists_recent_directories_and_then_trusts_them(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    make(root, "cnn_afib_seed0")
+    ticker = Ticker(root, tmp_path / "out")
+    ticker.checked()  # the directories are younger than the window: untrusted
+    index = TreeIndex.load(ticker.index_file, safety_window_ns=WINDOW_NS)
+    assert index is not None and index.summary().readable == 1
+    settle()
+    assert index.unchanged(root, recursive=True) is not None
+    assert index.refreshed, "listed again with the same signature, now old enough"
+    index.save(ticker.index_file)
+    again = TreeIndex.load(ticker.index_file, safety_window_ns=WINDOW_NS)
+    assert again is not None and again.unchanged(root, recursive=True) is not None
+    assert not again.refreshed, "nothing left to list"
+
+
+def test_a_dangling_link_that_gains_a_target_is_seen(tmp_path: Path) -> None:
+    root, outside = tmp_path / "runs", tmp_path / "elsewhere"
+    make(root, "cnn_afib_seed0")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    ticker = Ticker(root, tmp_path / "out")
+    settle()
+    before = ticker.checked()
+    make(outside, "cnn_afib_seed3", seed=3)  # the root itself does not change
+    assert ticker.checked() != before
+    assert ticker.paths[-1] == "full"
+
+
+def test_flat_roots_see_a_child_that_becomes_a_run(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    make(root, "cnn_afib_seed0")
+    (root / "in_progress").mkdir()
+    ticker = Ticker(root, tmp_path / "out", recursive=False)
+    settle()
+    before = ticker.checked()
+    assert ticker.checked() == before and ticker.paths == ["full", "quick"]
+    replace_metrics(root / "in_progress", "model,dataset,f1\ncnn,afib,0.6\n")
+    assert ticker.checked() != before
+    make(root, "cnn_afib_seed1", seed=1)
+    assert ticker.checked() != before
+    shutil.rmtree(root / "cnn_afib_seed0")
+    ticker.checked()
+    assert ticker.paths[-3:] == ["full", "full", "full"]
+
+
+#: Operations of the property test, applied to runs named by a small number.
+OPERATIONS = ("add", "add_nested", "remove", "rename", "edit", "subdir", "log", "half", "none")
+
+
+def apply(root: Path, operation: str, number: int) -> None:
+    run = root / f"cnn_afib_seed{number}"
+    nested = root / "deep" / f"d{number % 2}" / f"cnn_sleep_seed{number}"
+    if operation == "add" and not run.exists():
+        make(root, run.name, seed=number)
+    elif operation == "add_nested" and not nested.exists():
+        make(nested.parent, nested.name, "sleep", number)
+    elif operation == "remove":
+        shutil.rmtree(run, ignore_errors=True)
+    elif operation == "rename" and run.exists():
+        replace_metrics(run, f"model,dataset,f1\ncnn,afib,0.{number}\n")
+    elif operation == "edit" and (run / METRICS_FILENAME).is_file():
+        metrics = run / METRICS_FILENAME
+        mtime = metrics.stat().st_mtime_ns + 1_000_000
+        metrics.write_text(metrics.read_text().replace("afib", "ecgs"))
+        os.utime(metrics, ns=(mtime, mtime))
+    elif operation == "subdir" and run.exists():
+        (run / f"sub{number}").mkdir(exist_ok=True)
+    elif operation == "log" and run.exists():
+        (run / "train.log").write_text(f"{number}\n")
+    elif operation == "half" and not run.exists():
+        run.mkdir()
+        (run / METRICS_FILENAME).write_text("model,dataset,f1\ncnn,afib,0.5")
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(OPERATIONS), st.integers(0, 3), st.booleans()),
+        min_size=1,
+        max_size=6,
+    ),
+    recursive=st.booleans(),
+)
+def test_property_every_tick_gives_the_full_scans_digest(
+    tmp_path_factory: pytest.TempPathFactory, steps, recursive: bool
+) -> None:
+    base = tmp_path_factory.mktemp("tree")
+    root = base / "runs"
+    make(root, "cnn_afib_seed0")
+    ticker = Ticker(root, base / "out", recursive=recursive)
+    ticker.checked()
+    for operation, number, wait in steps:
+        if wait:
+            settle()
+        apply(root, operation, number)
+        ticker.checked()
+        ticker.checked()
