@@ -61,6 +61,12 @@ ALL_DATA: dict[str, str] = {
     "deepecgkit.analysis.compare.information.information_of": (
         "the metric whose information is measured, on labels and probabilities"
     ),
+    "deepecgkit.rundir.listing.listing_signature": (
+        "what one directory listing held: its kind, metrics file, subdirectories and links"
+    ),
+    "deepecgkit.rundir.listing.ListingRecord.add": (
+        "one listed directory: its path, the time it was read and what it held"
+    ),
 }
 #: Qualified name -> (positional parameters, why the data is that wide).
 WIDER_DATA: dict[str, tuple[int, str]] = {

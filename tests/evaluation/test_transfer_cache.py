@@ -258,7 +258,7 @@ def _saved_cell(tmp_path: Path) -> Path:
         target="b",
         note="held-out split holds 1 of 2 classes",
     )
-    cache.record("k", result, ["no", "yes"])
+    cache.record("k", result, class_names=["no", "yes"])
     return cache.save(tmp_path / "cells.json")
 
 
@@ -279,7 +279,7 @@ def test_every_metric_value_round_trips(values: list[float]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         cache = TransferCellCache()
         metrics = dict(zip(("auroc_macro", "f1_macro", "accuracy", "b"), values, strict=True))
-        cache.record("k", ProbeResult(metrics=metrics), None)
+        cache.record("k", ProbeResult(metrics=metrics), class_names=None)
         stored = TransferCellCache.load(cache.save(Path(folder) / "c.json")).get("k")
     assert stored is not None
     for name, value in metrics.items():
