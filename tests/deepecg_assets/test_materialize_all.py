@@ -1,0 +1,245 @@
+""" "Materialize all" in the Dagster UI under ``dagster dev``, clicked in a real browser.
+
+The user's path of issue 12: the README's build has run, ``dagster dev``
+(webserver and daemon) is started on that instance, and the user presses
+"Materialize all" on the global asset graph, picks all partitions and
+launches the backfill. The test does exactly that in Debian's Chromium through
+Playwright, waits for the daemon to finish the backfill, and asserts that the
+backfill succeeded, that every asset (every partition of the per-dataset ones)
+was materialised again by it, and that the frames and tables it wrote equal
+the build's byte for byte.
+
+The corpus is a small slice of the bundled one (two models x two datasets x
+two seeds) so the backfill's work stays a few seconds; the point is the
+launch path (asset backfill over mixed partitions definitions, single-run
+backfill policy, the daemon), not the statistics. Marked slow: it starts
+``dagster dev`` and Chromium.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import dagster as dg
+import pytest
+
+from deepecg_assets.build import materialize_everything
+from deepecg_assets.definitions import defs
+from deepecg_assets.partitions import DATASETS, PER_DATASET_ASSETS
+from deepecg_assets.resources import BUNDLED_CORPUS
+from tests.deepecg_assets.output_trees import tree_bytes
+
+pytestmark = pytest.mark.slow
+
+_HELPER_PATH = Path(__file__).resolve().parents[2] / "scripts" / "asset_graph_browser.py"
+#: The slice of the bundled corpus the test builds.
+_MODELS = ("logreg-features", "simple-cnn")
+_DATASETS = ("synthetic-irregular-rr", "synthetic-long-pr")
+_SEEDS = (0, 1)
+#: Longest wait for the daemon to finish the backfill (a loaded 2-core machine is slow).
+_BACKFILL_TIMEOUT_S = 600
+_POLL_S = 2.0
+#: Longest wait for ``dagster dev`` to answer (it starts three processes).
+_START_TIMEOUT_S = 300
+#: The code server's gRPC answers may take long on a loaded machine; Dagster's default is 60 s.
+_GRPC_TIMEOUT_S = "600"
+_BACKFILLS_QUERY = (
+    "{ partitionBackfillsOrError { ... on PartitionBackfills { results { id status } } } }"
+)
+_UNFINISHED = (
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+)
+
+
+def _load_helper() -> ModuleType:
+    """Import ``scripts/asset_graph_browser.py``, which is not in a package."""
+    name = "asset_graph_browser"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, _HELPER_PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+browser = _load_helper()
+
+
+#: The output folders the comparison covers (caches and the report's log are not results).
+_COMPARED = ("frames", "tables")
+
+
+def _outputs(output: Path) -> dict[str, dict[str, bytes]]:
+    return {name: tree_bytes(output / name) for name in _COMPARED}
+
+
+def _graphql(base_url: str, query: str) -> dict:
+    request = urllib.request.Request(
+        f"{base_url}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())["data"]
+
+
+def _dagster_dev(environment: dict[str, str], log_path: Path) -> Iterator[str]:
+    """``dagster dev`` (webserver, daemon, code server) on a loopback port; yields its URL."""
+    port = browser.find_free_port()
+    command = [sys.executable, "-m", "dagster", "dev", "-m", "deepecg_assets.definitions"]
+    command += ["-h", browser.LOCALHOST, "-p", str(port)]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=browser.REPO_ROOT,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base_url = f"http://{browser.LOCALHOST}:{port}"
+    try:
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while not browser._server_answers(f"{base_url}/server_info"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                log = log_path.read_text(encoding="utf-8", errors="replace")
+                raise AssertionError(f"dagster dev did not come up:\n{log[-4000:]}")
+            time.sleep(_POLL_S)
+        yield base_url
+    finally:
+        browser._stop_process_group(process)
+
+
+def _click_materialize_all(base_url: str) -> None:
+    """Press "Materialize all", choose all partitions, and launch the backfill."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(browser.CHROMIUM_EXECUTABLE), args=list(browser.CHROMIUM_ARGS)
+        )
+        try:
+            page = chromium.new_page(
+                viewport={"width": browser.VIEWPORT_WIDTH, "height": browser.VIEWPORT_HEIGHT}
+            )
+            page.set_default_timeout(browser.GRAPH_RENDER_TIMEOUT_S * 1000)
+            page.goto(base_url + browser.ASSET_GRAPH_PATH)
+            page.locator("[data-svg-viewport] svg").first.wait_for()
+            # A first visit may open Dagster's community dialog over the page.
+            skip = page.get_by_role("button", name="Skip")
+            if skip.count():
+                skip.click()
+            page.get_by_role("button", name="Materialize all").click()
+            dialog = page.locator("[role=dialog]")
+            dialog.get_by_role("button", name="All", exact=True).click()
+            dialog.get_by_text(f"{len(_DATASETS)} partitions").wait_for()
+            dialog.get_by_role("button", name="Launch backfill").click()
+            dialog.wait_for(state="detached")
+        finally:
+            chromium.close()
+
+
+def _wait_for_backfill(base_url: str, instance: dg.DagsterInstance) -> str:
+    """The status of the one backfill once it and every run it started are done."""
+    deadline = time.monotonic() + _BACKFILL_TIMEOUT_S
+    status = "none"
+    while time.monotonic() < deadline:
+        backfills = _graphql(base_url, _BACKFILLS_QUERY)["partitionBackfillsOrError"]["results"]
+        status = backfills[0]["status"] if backfills else "none"
+        idle = not instance.get_run_records(filters=dg.RunsFilter(statuses=list(_UNFINISHED)))
+        if status not in ("none", "REQUESTED") and idle:
+            return status
+        time.sleep(_POLL_S)
+    raise AssertionError(f"the backfill did not finish within {_BACKFILL_TIMEOUT_S} s: {status}")
+
+
+@pytest.fixture(scope="module")
+def clicked(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if not browser.CHROMIUM_EXECUTABLE.exists():
+        pytest.fail(f"no browser at {browser.CHROMIUM_EXECUTABLE}: apt-get install chromium")
+    root = tmp_path_factory.mktemp("materialize_all")
+    runs = root / "runs"
+    for model in _MODELS:
+        for dataset in _DATASETS:
+            for seed in _SEEDS:
+                name = f"{model}_{dataset}_seed{seed}"
+                shutil.copytree(BUNDLED_CORPUS / name, runs / name)
+    home, output = root / "dagster_home", root / "output"
+    browser.write_instance_config(home)
+    environment = browser.platform_environment(home, output)
+    environment["DEEPECG_RUNS"] = str(runs)
+    environment["DAGSTER_GRPC_TIMEOUT_SECONDS"] = _GRPC_TIMEOUT_S
+    saved = dict(os.environ)
+    os.environ.update(environment)
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            materialize_everything(instance, verbose=False, stream=io.StringIO())
+        built = _outputs(output)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            before = {r.dagster_run.run_id for r in instance.get_run_records()}
+            for base_url in _dagster_dev(environment, root / "dagster-dev.log"):
+                clicked_at = time.time()
+                _click_materialize_all(base_url)
+                status = _wait_for_backfill(base_url, instance)
+            launched = [r for r in instance.get_run_records() if r.dagster_run.run_id not in before]
+            latest = {
+                key: instance.get_latest_materialization_event(key)
+                for key in defs.resolve_asset_graph().get_all_asset_keys()
+            }
+            partitions = {
+                name: instance.get_materialized_partitions(dg.AssetKey(name))
+                for name in PER_DATASET_ASSETS
+            }
+            keys = set(instance.get_dynamic_partitions(DATASETS.name))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return {
+        "status": status,
+        "launched": launched,
+        "latest": latest,
+        "clicked_at": clicked_at,
+        "partitions": partitions,
+        "keys": keys,
+        "built": built,
+        "rebuilt": _outputs(output),
+    }
+
+
+def test_the_backfill_succeeds(clicked: dict) -> None:
+    assert clicked["status"] == "COMPLETED_SUCCESS"
+    assert clicked["launched"], "the click launched no run"
+    assert all(r.dagster_run.is_success for r in clicked["launched"])
+
+
+def test_every_asset_is_materialised_again(clicked: dict) -> None:
+    stale = [
+        key.to_user_string()
+        for key, event in clicked["latest"].items()
+        if event is None or event.timestamp < clicked["clicked_at"]
+    ]
+    assert not stale, f"not materialised by the backfill: {stale}"
+    assert clicked["keys"] == set(_DATASETS)
+    for name, materialised in clicked["partitions"].items():
+        assert materialised == clicked["keys"], name
+
+
+def test_outputs_equal_the_build(clicked: dict) -> None:
+    assert clicked["rebuilt"] == clicked["built"]
