@@ -228,10 +228,9 @@ def bench_one_run_added(scratch: Path, runs: Path, full_build_work: float) -> No
 
 
 def _first_dataset(instance) -> str:
-    import dagster as dg
+    from deepecg_assets.partitions import PARTITIONS_METADATA, latest_discovery_metadata
 
-    event = instance.get_latest_materialization_event(dg.AssetKey("discovered_runs"))
-    partitions = event.asset_materialization.metadata["partitions"].value
+    partitions = latest_discovery_metadata(instance)[PARTITIONS_METADATA]
     return partitions[sorted(partitions)[0]]
 
 
