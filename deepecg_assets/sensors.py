@@ -51,9 +51,11 @@ from deepecg_assets.partitions import (
     DATASET_PARTITIONS,
     DATASET_STATES_METADATA,
     DATASETS,
+    DISCOVERY_ASSET,
     LAST_PER_DATASET_ASSET,
     PER_DATASET_ASSETS,
     dataset_keys,
+    materialization_metadata,
     remove_stored_partitions,
 )
 from deepecg_assets.resources import OutputFolderResource, RunRootError, RunRootsResource
@@ -62,8 +64,6 @@ from deepecgkit.rundir.tree_index import TreeIndex, TreeSummary, indexed_tree_st
 
 #: The automation condition of every derived asset: refresh as soon as an input changes.
 EAGER = dg.AutomationCondition.eager()
-#: The asset that reads the run roots, and its metadata recording the dataset digests.
-DISCOVERY_ASSET = "discovered_runs"
 #: Everything that depends on the run roots.
 REFRESH_SELECTION = dg.AssetSelection.assets(DISCOVERY_ASSET).downstream()
 #: A dataset's refresh: discovery and the dataset's own partition.
@@ -124,8 +124,8 @@ def built_dataset_states(instance: dg.DagsterInstance) -> dict[str, str]:
     for key, storage_id in built.items():
         for record in discoveries:  # newest first
             if record.storage_id < storage_id:
-                value = record.asset_materialization.metadata.get(DATASET_STATES_METADATA)
-                digest = (value.value if value is not None else {}).get(key)
+                metadata = materialization_metadata(record.asset_materialization)
+                digest = metadata.get(DATASET_STATES_METADATA, {}).get(key)
                 if digest is not None:
                     states[key] = digest
                 break
