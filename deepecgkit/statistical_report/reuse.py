@@ -111,6 +111,9 @@ _ROW_SOURCES = ("analysis", "rundir", "statistical_report")
 _PARTS = ("runs", "pairs", "figures", "contents", "files")
 #: Fixed gzip header time, so the same entries give the same file.
 _GZIP_MTIME = 0
+#: gzip's fastest level: at 20,000 runs (file memos included) it compresses four times
+#: faster than the default level 9, for a file about a tenth larger.
+_GZIP_LEVEL = 1
 
 #: Identity columns of each run table: taken from the run, not stored.
 _SUMMARY_IDENTITY = (*RUN_ROW_IDENTITY, "params_fingerprint", "partial")
@@ -403,7 +406,9 @@ class ReportCache:
             "files": self.files,
         }
         text = json.dumps(payload, sort_keys=True, allow_nan=True, separators=(",", ":"))
-        return atomic_write_bytes(path, gzip.compress(text.encode("ascii"), mtime=_GZIP_MTIME))
+        return atomic_write_bytes(
+            path, gzip.compress(text.encode("ascii"), compresslevel=_GZIP_LEVEL, mtime=_GZIP_MTIME)
+        )
 
 
 # --- reuse while building ------------------------------------------------------------------------
