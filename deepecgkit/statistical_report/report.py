@@ -573,7 +573,8 @@ def _check_sources(
         raise ComparisonError("give the folders to search (roots) or the run directories")
     root_paths = [] if roots is None else _check_roots(roots)
     if run_dirs is not None:
-        return root_paths, [Path(run_dir) for run_dir in run_dirs], []
+        given = [d if isinstance(d, Path) else Path(d) for d in run_dirs]
+        return root_paths, given, []
     found, unlisted = find_run_candidates(root_paths, recursive=True)
     return root_paths, found, unlisted
 
