@@ -10,12 +10,15 @@ import pytest
 
 from deepecgkit.rundir.format import METADATA_FILENAME, METRICS_FILENAME, SPLIT_INFO_FILENAME
 from deepecgkit.rundir.read import discover_runs
-from deepecgkit.statistical_report import ReportResult, identity, report, statistical_report
+from deepecgkit.statistical_report import identity, report, statistical_report
 from tests.deepecg_assets.output_trees import tree_bytes
 from tests.statistical_report.prediction_runs import write_prediction_run
-
-REFERENCE = "resnet"
-SETTINGS = {"n_resamples": 40, "reference": REFERENCE, "bins": 6, "plots": False}
+from tests.statistical_report.test_reuse import (
+    REFERENCE,
+    SETTINGS,
+    _assert_equals_clean,
+    _build,
+)
 
 
 @pytest.fixture
@@ -56,17 +59,12 @@ class Reads:
         self.parsed.clear()
 
 
-def _build(runs: Path, out: Path, **overrides: object) -> ReportResult:
-    return statistical_report([runs], out, overwrite=True, **{**SETTINGS, **overrides})
-
-
-def _assert_equals_clean(runs: Path, out: Path, clean: Path, **overrides: object) -> None:
-    shutil.rmtree(clean, ignore_errors=True)
-    _build(runs, clean, **overrides)
-    built, expected = tree_bytes(out), tree_bytes(clean)
-    assert sorted(built) == sorted(expected)
-    for name, data in expected.items():
-        assert built[name] == data, f"{name} differs from a clean build"
+def _equals_clean(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **overrides: object
+) -> None:
+    """Stop counting; the report in ``tmp_path/out`` must equal a clean build's."""
+    monkeypatch.undo()
+    _assert_equals_clean(runs, tmp_path / "out", tmp_path / "clean", **overrides)
 
 
 def _rewrite_in_place(path: Path, data: bytes) -> None:
@@ -101,8 +99,7 @@ def test_unchanged_runs_are_neither_read_nor_hashed(
     assert again.manifest == first.manifest and sorted(hashed) == [3, 4, 4]
     assert list(again.exclusions.query("scope == 'run'")["reason"]) == ["no_predictions"]
     assert (again.reused_runs, again.computed_runs) == (2, 0)
-    monkeypatch.undo()
-    _assert_equals_clean(runs, out, tmp_path / "clean")
+    _equals_clean(runs, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("keep_mtime", [False, True], ids=["new mtime", "mtime restored"])
@@ -134,8 +131,7 @@ def test_a_same_size_rewrite_is_read_again(
         != (old["cnn_afib_seed1"]["files"][METADATA_FILENAME])
     )
     assert (again.exclusions["seed"] == 7).any()
-    monkeypatch.undo()
-    _assert_equals_clean(runs, out, tmp_path / "clean")
+    _equals_clean(runs, tmp_path, monkeypatch)
 
 
 def test_changed_predictions_and_removed_files_are_read_again(
@@ -153,8 +149,7 @@ def test_changed_predictions_and_removed_files_are_read_again(
     reasons = dict(zip(again.exclusions["run_id"], again.exclusions["reason"], strict=True))
     assert reasons["resnet_afib_seed0"] == "missing_split_info"
     assert "cnn_afib_seed1" not in reasons or reasons["cnn_afib_seed1"] != "no_predictions"
-    monkeypatch.undo()
-    _assert_equals_clean(runs, out, tmp_path / "clean")
+    _equals_clean(runs, tmp_path, monkeypatch)
 
 
 def test_recalled_predictions_are_read_when_their_rows_are_computed(
@@ -169,8 +164,7 @@ def test_recalled_predictions_are_read_when_their_rows_are_computed(
         ("cnn_afib_seed0", "predictions.csv"),
         ("resnet_afib_seed0", "predictions.csv"),
     ]
-    monkeypatch.undo()
-    _assert_equals_clean(runs, out, tmp_path / "clean", n_resamples=30)
+    _equals_clean(runs, tmp_path, monkeypatch, n_resamples=30)
 
 
 def test_records_spare_parsing_the_metrics_file(
