@@ -14,8 +14,8 @@ waited for until every asset is current:
    side, and the cross-dataset assets once, after both.
 
 What Dagster stored is read with psycopg2 straight from the database, not
-through Dagster: the runs (the dataset runs of one refresh overlapped in
-time, by their start and end times; every run with the cross-dataset assets
+through Dagster: the runs (the dataset runs of one refresh launched before
+any of them ended, from the queue's events; every run with the cross-dataset assets
 carries the tag the queue limits to one run at a time, and none overlapped
 another), the event log (which run materialised what), the sensor ticks. The output
 folder must equal, byte for byte, a build of the same runs on an SQLite
@@ -131,10 +131,23 @@ def _wait(condition, daemon: subprocess.Popen, log: Path, what: str, scaleout) -
     pytest.fail(f"timed out waiting for {what}:\n{scaleout.log_tail(log)}")
 
 
-def _overlapped(runs: list[Run]) -> bool:
-    """Every one of ``runs`` started (its own process began executing) before any of them
-    ended: the start and end times the run storage holds."""
-    return max(run.start for run in runs) < min(run.end for run in runs)
+def _in_flight_together(cursor, runs: list[Run]) -> bool:
+    """The daemon launched every one of ``runs`` before any of them ended.
+
+    Launched: the queue's "starting" event (the coordinator dequeued the run
+    and started its process). With ``max_concurrent_runs: 1`` the second run
+    leaves the queue only once the first has ended. The runs' own start and
+    end times need not overlap: launching a run (a new process importing the
+    code location) takes about as long as a small dataset's refresh here.
+    """
+    cursor.execute(
+        "SELECT run_id, EXTRACT(EPOCH FROM timestamp) FROM event_logs "
+        "WHERE dagster_event_type = %s AND run_id IN %s",
+        (dg.DagsterEventType.RUN_STARTING.value, tuple(run.run_id for run in runs)),
+    )
+    launched = dict(cursor.fetchall())
+    assert set(launched) == {run.run_id for run in runs}
+    return max(float(t) for t in launched.values()) < min(run.end for run in runs)
 
 
 def _tagged(cursor, runs: list[Run], key: str) -> set[str]:
@@ -256,7 +269,7 @@ def test_daemon_builds_and_refreshes_in_parallel_on_postgres_like_sqlite(
 
     added_key = dataset_key(ADDED_PREFIX.split("_", 1)[1])
     for dataset_runs, end in ((first, refresh.id), (parallel, None)):
-        assert _overlapped(dataset_runs), f"one after another: {dataset_runs}"
+        assert _in_flight_together(cursor, dataset_runs), f"one after another: {dataset_runs}"
         assert all(
             materialized[r.run_id] == {"discovered_runs", *PER_DATASET_ASSETS} for r in dataset_runs
         )
