@@ -42,8 +42,10 @@ from tests.deepecg_assets.output_trees import tree_bytes
 REPO_ROOT = Path(__file__).resolve().parents[3]
 #: Loopback only: no server a test starts is reachable from another machine.
 LOOPBACK = "127.0.0.1"
-#: Seconds a server may take to start or to stop before the test gives up on it.
-SERVER_TIMEOUT_SECONDS = 60
+#: Seconds a server may take to start or to stop before the test gives up on it (a bound on
+#: failing, not a wait: on a loaded 2-core machine the workers took over a minute to import
+#: the code location).
+SERVER_TIMEOUT_SECONDS = 180
 #: Bundled runs of the small corpus: two models on two datasets, three seeds each.
 SMALL_CORPUS_MODELS = ("logreg-features", "simple-cnn")
 SMALL_CORPUS_DATASETS = ("synthetic-irregular-rr", "synthetic-long-pr")
