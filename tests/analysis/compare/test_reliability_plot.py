@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from deepecgkit.statistical_report.reliability_plot import (
+    PNG_COMPRESS_LEVEL,
     PNG_DPI,
     reliability_figure,
     render_reliability,
@@ -37,7 +38,13 @@ def _fresh_png(rows: pd.DataFrame, bins: int, title: str) -> bytes:
     """What the report saved before figures were reused: a new figure per run."""
     figure = reliability_figure(rows, bins, title=title)
     png = io.BytesIO()
-    figure.savefig(png, format="png", dpi=PNG_DPI, metadata={"Title": title})
+    figure.savefig(
+        png,
+        format="png",
+        dpi=PNG_DPI,
+        metadata={"Title": title},
+        pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL},
+    )
     return png.getvalue()
 
 
