@@ -8,6 +8,7 @@ import shlex
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from PIL import Image
@@ -143,3 +144,21 @@ def test_each_table_is_compiled_once_and_not_again_while_its_text_is_unchanged(
     assert all(e.passed for e in again.get_asset_check_evaluations() if "compile" in e.check_name)
     assert _runs(engine_calls) == 0, "unchanged text: no compile, no picture drawn"
     assert {p.name: p.read_bytes() for p in tables_dir.glob("*.png")} == pictures
+
+
+def test_a_kept_pictures_metadata_copy_is_shrunk_once(tmp_path: Path, monkeypatch) -> None:
+    noise = np.random.default_rng(0).integers(0, 256, size=(600, 600), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(noise).save(buffer, format="PNG")
+    big = buffer.getvalue()
+    assert len(big) > metadata_images.MAX_EMBEDDED_BYTES
+    shrunk: list[int] = []
+    real = metadata_images.embeddable_png
+    monkeypatch.setattr(
+        metadata_images, "embeddable_png", lambda png: shrunk.append(len(png)) or real(png)
+    )
+    cache = CompileCache(tmp_path / "cache")
+    first = metadata_images.png_markdown(big, "t", cache=cache)
+    assert metadata_images.png_markdown(big, "t", cache=cache) == first
+    assert shrunk == [len(big)], "the second value came from the kept copy"
+    assert first == metadata_images.png_markdown(big, "t"), "the same copy as without a cache"
