@@ -240,7 +240,9 @@ def flips_nadeau_bengio_applied(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
     )
 
 
-def _compile_check(paths: list[Path], output_folder: OutputFolderResource) -> dg.AssetCheckResult:
+def _compile_check(
+    paths: list[Path], output_folder: OutputFolderResource | None = None
+) -> dg.AssetCheckResult:
     """Compile every table in ``paths`` with the engine it needs; ERROR when one fails.
 
     A table of plain names compiles with pdflatex; one holding characters
@@ -251,7 +253,8 @@ def _compile_check(paths: list[Path], output_folder: OutputFolderResource) -> dg
     Verdicts come from the output folder's compile cache
     (:func:`~deepecg_assets.assets.tables.compile_cache`) when a picture's
     drawing or an earlier check settled them for the same text and engine;
-    the rest are compiled concurrently and stored. A stored failure fails the
+    the rest are compiled concurrently and stored. Without ``output_folder``
+    nothing is looked up or stored. A stored failure fails the
     check with the LaTeX error lines it was stored with.
     """
     if latex_engine() is None:
@@ -278,7 +281,8 @@ def _compile_check(paths: list[Path], output_folder: OutputFolderResource) -> dg
             )
             continue
         engine_paths[path.name], texts[path.name] = engine, table
-    verdicts = compile_tables(texts, engine_paths, cache=compile_cache(output_folder))
+    cache = compile_cache(output_folder) if output_folder is not None else None
+    verdicts = compile_tables(texts, engine_paths, cache=cache)
     failures |= {name: reason for name, (ok, reason) in verdicts.items() if not ok}
     engines = {name: Path(engine).name for name, engine in engine_paths.items()}
     compiled = len(paths) - len(failures) - len(unchecked)
