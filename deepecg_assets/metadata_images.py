@@ -43,6 +43,7 @@ import dagster as dg
 from PIL import Image
 
 from deepecgkit.analysis.compile_cache import CompileCache, map_concurrently
+from deepecgkit.analysis.latex import LONG_TABLE_ROWS, is_long_table
 from deepecgkit.analysis.table_images import (
     TableImageError,
     TableTypesetting,
@@ -213,13 +214,8 @@ def table_picture_metadata(
     to_draw: list[str] = []
     for stem in sorted(tables):
         target = directory / picture_name(stem)
-        if len(tables[stem]) > MAX_PICTURE_CHARACTERS:
+        if (reason := _not_pictured(stem, tables[stem])) is not None:
             remove_file(target)
-            reason = (
-                f"the table has {tables[stem].count(chr(10)) + 1:,} lines, too long to show as "
-                f"a picture (at most {MAX_PICTURE_CHARACTERS:,} characters of LaTeX are drawn); "
-                f"open {stem}.tex"
-            )
             metadata[stem] = no_picture(_alt(stem, titles), reason)
         elif (png := _current_picture(target, tables[stem])) is not None:
             pictures[stem] = png
@@ -282,6 +278,22 @@ def _cached_embeddable(png: bytes, folder: Path) -> bytes:
     except OSError:
         pass
     return small
+
+
+def _not_pictured(stem: str, table: str) -> str | None:
+    """Why a table gets no picture (too long, or spanning pages), or None when it gets one."""
+    if len(table) > MAX_PICTURE_CHARACTERS:
+        return (
+            f"the table has {table.count(chr(10)) + 1:,} lines, too long to show as "
+            f"a picture (at most {MAX_PICTURE_CHARACTERS:,} characters of LaTeX are drawn); "
+            f"open {stem}.tex"
+        )
+    if is_long_table(table):
+        return (
+            f"the table has more than {LONG_TABLE_ROWS} rows, so it is a longtable that spans "
+            f"pages and has no one-page picture; open {stem}.tex"
+        )
+    return None
 
 
 def picture_name(stem: str) -> str:

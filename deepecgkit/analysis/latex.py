@@ -83,6 +83,7 @@ __all__ = [
     "DATASET_DISPLAY_NAMES",
     "DEFAULT_PRECISION",
     "FLIP_TABLE_STEM",
+    "LONG_TABLE_ROWS",
     "MAX_STEM_CHARACTERS",
     "METRIC_DISPLAY_NAMES",
     "MISSING_CELL",
@@ -105,6 +106,7 @@ __all__ = [
     "file_stems",
     "flip_survival_table",
     "format_cell",
+    "is_long_table",
     "latex_engine",
     "needs_unicode_engine",
     "rank_distribution_table",
@@ -270,6 +272,14 @@ _ACCENT_COMMANDS = {
 }
 #: The engines that typeset any Unicode character (given a font that has it).
 UNICODE_ENGINES = ("lualatex", "xelatex")
+#: Most rows (header and notes included) a table keeps in a float; a longer
+#: one is a ``longtable``.
+#: About one page of ``\small`` booktabs rows: a float cannot break across
+#: pages, so a longer one would run off its page even where it compiles.
+LONG_TABLE_ROWS = 50
+LONG_TABLE_BEGIN = r"\begin{longtable}"
+#: The comment a long table starts with: a paper's preamble must load the package.
+LONG_TABLE_COMMENT = r"This table spans pages: load \usepackage{longtable} (and booktabs)."
 
 
 def _unicode_replacement(char: str) -> str:
@@ -552,24 +562,86 @@ def _wrap_table(
 ) -> str:
     """The full ``table`` environment, caption above the tabular as booktabs expects.
 
+    A table of more than :data:`LONG_TABLE_ROWS` rows is a ``longtable``
+    instead (:func:`_long_table_lines`): a float cannot break across pages,
+    and TeX builds a float's whole box in memory, so the flip table of a large
+    sweep (8,550 rows at 20,000 runs) exceeded pdflatex's main memory and did
+    not compile at all.
+
     A table holding characters pdflatex cannot typeset starts with a comment
     that says so and which engines can (see :func:`needs_unicode_engine`).
     """
-    lines = [r"\begin{table}[t]", r"\centering"]
+    if _row_count(body) > LONG_TABLE_ROWS:
+        lines = _long_table_lines(body, column_spec, caption, label, size)
+    else:
+        lines = [r"\begin{table}[t]", r"\centering"]
+        if size is not None:
+            lines.append(size)
+        lines += [
+            rf"\caption{{{caption}}}",
+            rf"\label{{{label}}}",
+            rf"\begin{{tabular}}{{{column_spec}}}",
+            r"\toprule",
+            *body,
+            r"\bottomrule",
+            r"\end{tabular}",
+            r"\end{table}",
+        ]
+    text = "\n".join(lines) + "\n"
+    return text if text.isascii() else _unicode_engine_comment(text) + text
+
+
+def _row_count(body: Sequence[str]) -> int:
+    """Rows of a table body, header and notes included: its lines that end with ``\\\\``."""
+    return sum(1 for line in body if line.rstrip().endswith("\\\\"))
+
+
+def _long_table_lines(
+    body: Sequence[str], column_spec: str, caption: str, label: str, size: str | None
+) -> list[str]:
+    """A ``longtable`` of ``body``: the header (the rows before the first ``\\midrule``)
+    repeats on every page, under a "continued" line after the first.
+
+    The first line is a comment naming the package, since a paper's preamble
+    must load it.
+    """
+    split = body.index(r"\midrule") if r"\midrule" in body else 0
+    header = list(body[:split])
+    rows = body[split + 1 :] if split else body
+    columns = _column_count(column_spec)
+    continued = rf"\multicolumn{{{columns}}}{{l}}{{\textit{{(continued)}}}} \\"
+    lines = [f"% {LONG_TABLE_COMMENT}", r"\begingroup"]
     if size is not None:
         lines.append(size)
     lines += [
-        rf"\caption{{{caption}}}",
-        rf"\label{{{label}}}",
-        rf"\begin{{tabular}}{{{column_spec}}}",
+        rf"\begin{{longtable}}{{{column_spec}}}",
+        rf"\caption{{{caption}}}\label{{{label}}} \\",
         r"\toprule",
-        *body,
+        *header,
+        r"\midrule",
+        r"\endfirsthead",
+        continued,
+        r"\toprule",
+        *header,
+        r"\midrule",
+        r"\endhead",
         r"\bottomrule",
-        r"\end{tabular}",
-        r"\end{table}",
+        r"\endlastfoot",
+        *rows,
+        r"\end{longtable}",
+        r"\endgroup",
     ]
-    text = "\n".join(lines) + "\n"
-    return text if text.isascii() else _unicode_engine_comment(text) + text
+    return lines
+
+
+def _column_count(column_spec: str) -> int:
+    """Columns of a plain ``tabular`` column specification such as ``lcccl``."""
+    return sum(1 for char in column_spec if char in "lcrpmbX")
+
+
+def is_long_table(table: str) -> bool:
+    """Whether an emitted table is a ``longtable`` (it spans pages, so it is not pictured)."""
+    return LONG_TABLE_BEGIN in table
 
 
 def _non_ascii(text: str) -> list[str]:
@@ -1649,10 +1721,13 @@ def standalone_document(table: str) -> str:
     No font encoding is loaded: T1 without the cm-super fonts makes pdflatex
     generate bitmap fonts on first use, which is slow and writes a font cache.
     """
+    packages = [r"\usepackage{booktabs}"]
+    if is_long_table(table):
+        packages.append(r"\usepackage{longtable}")
     return "\n".join(
         [
             r"\documentclass{article}",
-            r"\usepackage{booktabs}",
+            *packages,
             r"\begin{document}",
             table,
             r"\end{document}",

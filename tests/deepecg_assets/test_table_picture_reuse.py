@@ -19,7 +19,7 @@ from deepecg_assets.checks import _compile_check
 from deepecg_assets.metadata_images import shows_source, table_picture_metadata, with_source
 from deepecg_assets.resources import OutputFolderResource
 from deepecgkit.analysis.compile_cache import CompileCache
-from deepecgkit.analysis.latex import compile_table, latex_engine
+from deepecgkit.analysis.latex import LONG_TABLE_ROWS, _wrap_table, compile_table, latex_engine
 from deepecgkit.analysis.table_images import PDFTOPPM
 
 
@@ -183,3 +183,13 @@ def test_a_cached_failure_still_fails_the_compile_check(tmp_path: Path, engine_c
     assert "Undefined control sequence" in failures["broken.tex"]
     broken.write_text(_table("fixed"), encoding="utf-8")
     assert _compile_check([broken], output).passed and _runs(engine_calls) == 2
+
+
+def test_a_table_that_spans_pages_gets_no_picture_and_says_why(tmp_path: Path) -> None:
+    body = ["A \\\\", r"\midrule", *(["a \\\\"] * (LONG_TABLE_ROWS + 1))]
+    long_table = _wrap_table(body, "l", "caption", "tab:long")
+    metadata = table_picture_metadata(
+        {"long": long_table}, directory=tmp_path, titles={"long": "t"}
+    )
+    assert not (tmp_path / "long.png").exists()
+    assert "longtable that spans pages" in metadata["image_long"].value
