@@ -194,14 +194,19 @@ def records_to_frame(records: list[RunRecord]) -> pd.DataFrame:
 
     Seeds, split sizes and return codes are exact integer columns (int64,
     nullable Int64, or Python ints for a seed beyond int64), never float.
-    Built column by column (one list per field), not row by row.
+    Built column by column (one list per field, the records transposed at
+    once), not row by row. A record without suspect notes (nearly all) gets
+    the text ``[]`` without a call to the encoder.
     """
+    fields = list(zip(*records, strict=True)) or [()] * len(RECORD_COLUMNS)
     columns: dict[str, Any] = {
-        field: [getattr(record, field) for record in records] for field in RECORD_COLUMNS
+        field: list(values) for field, values in zip(RECORD_COLUMNS, fields, strict=True)
     }
     columns["run_dir"] = [str(path) for path in columns["run_dir"]]
     columns["metrics"] = [json.dumps(metrics) for metrics in columns["metrics"]]
-    columns["suspect"] = [json.dumps(list(notes)) for notes in columns["suspect"]]
+    columns["suspect"] = [
+        "[]" if notes == () else json.dumps(list(notes)) for notes in columns["suspect"]
+    ]
     for field in _INT_FIELDS:
         columns[field] = exact_int_array(columns[field])
     if not records:  # empty object columns (not float), the integer ones int64
