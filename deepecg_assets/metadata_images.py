@@ -229,7 +229,8 @@ def table_picture_metadata(
             metadata[stem] = no_picture(_alt(stem, titles), result)
             continue
         if cache is not None and result.compiles is not None:
-            cache.put(tables[stem], result.engine, *result.compiles)
+            ok, reason = result.compiles
+            cache.put(tables[stem], result.engine, ok=ok, reason=reason)
         if result.png is None:
             remove_file(target)
             metadata[stem] = no_picture(_alt(stem, titles), result.error)

@@ -92,7 +92,7 @@ class CompileCache:
             return None
         return entry["ok"], entry["reason"]
 
-    def put(self, table: str, engine: str, ok: bool, reason: str) -> None:
+    def put(self, table: str, engine: str, *, ok: bool, reason: str) -> None:
         """Record a settled verdict; a folder that cannot be written is logged, not raised."""
         entry = {"format": CACHE_FORMAT, "engine": engine, "ok": ok, "reason": reason}
         try:
@@ -152,7 +152,7 @@ def compile_tables(
     def run(job: tuple[str, str]) -> tuple[bool, str]:
         ok, reason, settled = compile_table_run(job[0], engine=job[1], timeout=timeout)
         if settled and cache is not None:
-            cache.put(job[0], job[1], ok, reason)
+            cache.put(job[0], job[1], ok=ok, reason=reason)
         return ok, reason
 
     verdicts |= dict(zip(missing, map_concurrently(run, missing), strict=True))

@@ -115,7 +115,7 @@ def _well_formed(entry: Any) -> bool:
 
 
 def recalled_facts(
-    entry: Any, directory: str, names: Iterable[str]
+    entry: Any, directory: str, *, names: Iterable[str]
 ) -> tuple[dict[str, str], MemoFacts, dict[str, float]] | None:
     """The hashes, facts and file mtimes of an unchanged run; None when anything changed.
 

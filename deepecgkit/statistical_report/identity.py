@@ -313,7 +313,7 @@ def _recall(
     name = None if run.predictions_file is None else run.predictions_file.name
     if not isinstance(memo, dict) or memo.get("predictions") != name:
         return False
-    recalled = recalled_facts(memo, os.fspath(run.path), HASHED_FILES)
+    recalled = recalled_facts(memo, os.fspath(run.path), names=HASHED_FILES)
     if recalled is None:
         return False
     files, facts, mtimes = recalled

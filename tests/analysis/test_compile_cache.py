@@ -89,7 +89,7 @@ def test_a_timeout_is_not_stored(tmp_path, compiles):
 
 def test_the_engine_is_part_of_the_key(tmp_path):
     cache = C.CompileCache(tmp_path)
-    cache.put(table("A"), PDFLATEX, False, "stored")
+    cache.put(table("A"), PDFLATEX, ok=False, reason="stored")
     assert cache.get(table("A"), PDFLATEX) == (False, "stored")
     assert cache.get(table("A"), "/elsewhere/pdflatex") is None
     assert C.compile_key(table("A"), PDFLATEX) != C.compile_key(table("B"), PDFLATEX)
@@ -98,7 +98,7 @@ def test_the_engine_is_part_of_the_key(tmp_path):
 @pytest.mark.parametrize("content", ["", "{not json", '{"format": 1, "ok": "yes"}', "[1]"])
 def test_an_unreadable_entry_is_a_miss(tmp_path, compiles, content):
     cache = C.CompileCache(tmp_path)
-    cache.put(table("A"), PDFLATEX, True, "")
+    cache.put(table("A"), PDFLATEX, ok=True, reason="")
     (entry,) = tmp_path.glob("*.json")
     entry.write_text(content)
     assert cache.get(table("A"), PDFLATEX) is None
