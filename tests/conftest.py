@@ -215,6 +215,7 @@ SHARED_ONCE_FIXTURES = frozenset(
         "af_checkpoint",
         "report",
         "partial_report",
+        "materialized_from_the_ui",
     }
 )
 #: Marker of the tests that train models or start servers (``pyproject.toml``).
