@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import gzip
 import json
 import os
 import re
@@ -49,6 +50,8 @@ BASELINE_COMMIT = "cdb67211e8e8561d89980bfe9809a397b947ad32"
 #: Files whose bytes may change with rendering (figures) and are not compared.
 FIGURE_SUFFIXES = (".png", ".pdf")
 MANIFEST = Path("report") / "manifest.json"
+#: The report's reuse cache: compared less its figure entries and the plotting source's hash.
+REPORT_CACHE = Path("report") / "report_cache.json.gz"
 #: The build's line for a step of five seconds or more: ``  <step>: done in <s> s``.
 STEP_LINE = re.compile(r"^\s+(?P<step>\S+): done in (?P<seconds>[0-9.]+) s$")
 
@@ -122,6 +125,20 @@ def _manifest_without_figures(path: Path) -> dict:
     return manifest
 
 
+def _report_cache_without_figures(path: Path) -> dict:
+    """The report's reuse cache less what records figures: their entries, the plotting source.
+
+    A change to the reliability figures changes the figures' hashes and the
+    plotting source's hash it records; the runs, pairs and contents it holds
+    must be equal.
+    """
+    with gzip.open(path, "rt", encoding="utf-8") as stream:
+        cache = json.load(stream)
+    cache.pop("figures", None)
+    cache.get("environment", {}).pop("source_sha256", None)
+    return cache
+
+
 def compare_outputs(baseline: Path, current: Path) -> tuple[int, list[str], int]:
     """Files compared byte for byte, the differing or missing ones, figures skipped."""
     compared, different, figures = 0, [], 0
@@ -143,6 +160,9 @@ def compare_outputs(baseline: Path, current: Path) -> tuple[int, list[str], int]
         elif name == MANIFEST:
             if _manifest_without_figures(old) != _manifest_without_figures(new):
                 different.append(f"{name} (beyond figure hashes)")
+        elif name == REPORT_CACHE:
+            if _report_cache_without_figures(old) != _report_cache_without_figures(new):
+                different.append(f"{name} (beyond figure entries)")
         elif not filecmp.cmp(old, new, shallow=False):
             different.append(str(name))
     return compared, different, figures

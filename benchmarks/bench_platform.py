@@ -45,6 +45,8 @@ BIN = Path(PYTHON).parent
 SENSOR_INTERVAL = 5
 #: Longest wait for the daemon's refresh.
 REFRESH_TIMEOUT = 600
+#: Steps of the build at least this long are listed with their durations.
+STEP_LINE_SECONDS = 1.0
 #: A dataset-state tag the sensor puts on the runs it launches.
 DATASET_TAG = "deepecg/dataset"
 
@@ -112,6 +114,24 @@ def _run_seconds(instance) -> list[tuple[str, float]]:
         for r in instance.get_run_records()
         if r.start_time is not None and r.end_time is not None
     ]
+
+
+def _print_step_seconds(
+    instance, run_ids: list[str] | None = None, *, at_least: float = STEP_LINE_SECONDS
+) -> None:
+    """The steps (of ``run_ids``, else of every run) that took ``at_least`` seconds, longest
+    first: the machine is shared, so the steps' own figures say more than the wall time."""
+    if run_ids is None:
+        run_ids = [record.dagster_run.run_id for record in instance.get_run_records()]
+    steps = [
+        (stats.end_time - stats.start_time, stats.step_key)
+        for run_id in run_ids
+        for stats in instance.get_run_step_stats(run_id)
+        if stats.start_time is not None and stats.end_time is not None
+    ]
+    for seconds, key in sorted(steps, reverse=True):
+        if seconds >= at_least:
+            print(f"    step {key:<40}: {seconds:7.1f} s")
 
 
 def bench_full_build(runs: Path, scratch: Path) -> dict[str, float]:
@@ -212,6 +232,8 @@ def bench_one_run_added(scratch: Path, runs: Path, full_build_work: float) -> No
             current = event.timestamp - added
             work = [(r.end_time or 0) - (r.start_time or 0) for r in new]
             assert all(r.dagster_run.is_success for r in new), "a launched run failed"
+            print("  steps of the daemon's refresh:")
+            _print_step_seconds(instance, [r.dagster_run.run_id for r in new])
     finally:
         os.killpg(daemon.pid, signal.SIGTERM)
         daemon.wait(timeout=60)
@@ -228,10 +250,9 @@ def bench_one_run_added(scratch: Path, runs: Path, full_build_work: float) -> No
 
 
 def _first_dataset(instance) -> str:
-    import dagster as dg
+    from deepecg_assets.partitions import PARTITIONS_METADATA, latest_discovery_metadata
 
-    event = instance.get_latest_materialization_event(dg.AssetKey("discovered_runs"))
-    partitions = event.asset_materialization.metadata["partitions"].value
+    partitions = latest_discovery_metadata(instance)[PARTITIONS_METADATA]
     return partitions[sorted(partitions)[0]]
 
 
@@ -246,7 +267,8 @@ def main() -> None:
 
         with dg.DagsterInstance.from_config(str(scratch / "home")) as inst:
             build_work = sum(seconds for _, seconds in _run_seconds(inst))
-        print(f"  the build's two runs (start to end)     : {build_work:7.1f} s")
+            print(f"  the build's two runs (start to end)     : {build_work:7.1f} s")
+            _print_step_seconds(inst)
         bench_no_change_tick(scratch, args.runs)
         bench_one_run_added(scratch, args.runs, build_work)
         shutil.rmtree(scratch / "extra_root", ignore_errors=True)

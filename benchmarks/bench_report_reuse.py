@@ -19,12 +19,36 @@ refresh after one new run costs. Settings are the report's defaults
 (1000 resamples, 10 bins, PNG figures).
 
 Run: ``PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/bench_report_reuse.py``
+
+**At scale** (``--corpus DIR``, e.g. the 20,000-run scale corpus, which has
+no predictions): the report as the platform's asset calls it, on the runs of
+an existing corpus, which is only read. One child process per revision of
+the code (this tree, and with ``--before REV`` that git revision's
+``deepecgkit``, exported to a temporary folder) discovers the runs with
+:func:`~deepecgkit.rundir.read.discover_runs` (timed: reading the corpus
+once, the baseline), then times:
+
+1. a full build into a fresh folder of every run but the last one;
+2. the refresh after that run is added (the same folder, every run);
+3. a full build of every run into another fresh folder,
+
+and compares the folders of 2 and 3 byte for byte (exits 1 when a file
+differs). Runs are passed as ``records`` where the revision accepts them,
+else as ``run_dirs`` (what the asset passed before). Ratios printed: each
+step against the discovery of the same child, and each step of this tree
+against the same step of ``--before``.
+
+Run: ``PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/bench_report_reuse.py
+--corpus /work/bench/c20k/runs --before main``
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,12 +92,108 @@ def _counts(result: ReportResult) -> str:
     )
 
 
+#: Steps of the scale mode, in order, with their labels.
+SCALE_STEPS = {
+    "discovery": "discover_runs (the corpus read once)",
+    "full": "full build, every run but one, fresh folder",
+    "refresh": "refresh after one run added, same folder",
+    "clean": "full build, every run, fresh folder",
+}
+
+
+def _scale_child(corpus: Path, work: Path) -> dict[str, object]:
+    """Time the scale steps with the ``deepecgkit`` on ``sys.path`` (run in a child process)."""
+    import matplotlib  # noqa: F401  (imported once per process by any report; not timed)
+
+    from deepecgkit.rundir.read import discover_runs
+
+    start = time.perf_counter()
+    records, _ = discover_runs([corpus], recursive=True)
+    times: dict[str, float] = {"discovery": time.perf_counter() - start}
+    records.sort(key=lambda record: str(record.run_dir))
+    takes_records = "records" in inspect.signature(statistical_report).parameters
+
+    def report(out: Path, chosen: list) -> float:
+        given = {"records": chosen} if takes_records else {"run_dirs": [r.run_dir for r in chosen]}
+        start = time.perf_counter()
+        statistical_report(None, out, overwrite=True, plots=True, **given)
+        return time.perf_counter() - start
+
+    times["full"] = report(work / "out", records[:-1])
+    times["refresh"] = report(work / "out", records)
+    times["clean"] = report(work / "clean", records)
+    built, clean = _tree(work / "out"), _tree(work / "clean")
+    differing = sorted(n for n in built.keys() | clean.keys() if built.get(n) != clean.get(n))
+    return {"runs": len(records), "records": takes_records, "times": times, "differ": differing}
+
+
+def _exported(revision: str, into: Path) -> Path:
+    """``deepecgkit`` (and the test helpers this script imports) of a git revision."""
+    archive = subprocess.run(
+        ["git", "archive", revision, "deepecgkit", "tests"], check=True, capture_output=True
+    ).stdout
+    into.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def _run_scale_child(code: Path, corpus: Path, work: Path) -> dict[str, object]:
+    work.mkdir()
+    environ = {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(corpus), str(work)],
+        env=environ,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=code,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def scale(corpus: Path, before: str | None) -> int:
+    """The scale mode (see the module docstring)."""
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    here = Path(__file__).resolve().parents[1]
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-report-scale-") as tmp:
+        if before is not None:
+            code = _exported(before, Path(tmp) / "before-code")
+            results[f"before ({before})"] = _run_scale_child(code, corpus, Path(tmp) / "before")
+        results["this tree"] = _run_scale_child(here, corpus, Path(tmp) / "after")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    failed = 0
+    for name, result in results.items():
+        times = result["times"]
+        passed = "records" if result["records"] else "run_dirs"
+        print(f"\n{name}: {result['runs']} runs, passed as {passed}")
+        for step, label in SCALE_STEPS.items():
+            ratio = times[step] / times["discovery"]
+            print(f"  {label}: {times[step]:.2f} s ({ratio:.2f} x discovery)")
+        print(f"  files differing between refresh and clean build: {len(result['differ'])}")
+        failed += bool(result["differ"])
+    if len(results) == 2:
+        old, new = (result["times"] for result in results.values())
+        print()
+        for step in ("full", "refresh", "clean"):
+            print(f"ratio this tree / before, {SCALE_STEPS[step]}: {new[step] / old[step]:.3f}")
+    return 1 if failed else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=4, help=f"at most {len(MODELS)}")
     parser.add_argument("--datasets", type=int, default=2, help=f"at most {len(DATASETS)}")
     parser.add_argument("--seeds", type=int, default=25)
+    parser.add_argument("--corpus", type=Path, help="an existing corpus of runs (scale mode)")
+    parser.add_argument("--before", help="scale mode: also time this git revision's code")
+    parser.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child is not None:
+        print(json.dumps(_scale_child(*args.child)))
+        return 0
+    if args.corpus is not None:
+        return scale(args.corpus, args.before)
     models, datasets = MODELS[: args.models], DATASETS[: args.datasets]
     reference, added = models[0], (models[-1], datasets[-1], args.seeds - 1)
     with tempfile.TemporaryDirectory(prefix="bench-report-reuse-") as tmp:

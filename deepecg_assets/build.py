@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import dagster as dg
 import pandas as pd
@@ -48,12 +48,13 @@ from deepecg_assets.definitions import defs
 from deepecg_assets.parquet_frames import read_stored_frame
 from deepecg_assets.partitions import (
     DATASET_PARTITIONS,
+    DISCOVERY_ASSET,
     PARTITIONS_METADATA,
     PER_DATASET_ASSETS,
+    materialization_metadata,
     remove_stored_partitions,
 )
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
-from deepecg_assets.sensors import DISCOVERY_ASSET
 from deepecgkit.analysis.summary import build_summary, format_summary
 from deepecgkit.progress import PROGRESS_ATTRIBUTE
 from deepecgkit.statistical_report.report import FIGURES_FOLDER
@@ -238,9 +239,10 @@ class BuildResult:
     def asset_check_evaluations(self) -> list[dg.AssetCheckEvaluation]:
         return [e for run in self.runs for e in run.get_asset_check_evaluations()]
 
-    def discovery_metadata(self) -> dict[str, dg.MetadataValue]:
+    def discovery_metadata(self) -> dict[str, Any]:
+        """The metadata of the build's ``discovered_runs`` materialisation, as plain values."""
         (materialization,) = self.runs[0].asset_materializations_for_node(DISCOVERY_ASSET)
-        return dict(materialization.metadata)
+        return materialization_metadata(materialization)
 
 
 def sync_dataset_partitions(
@@ -308,7 +310,7 @@ def materialize_everything(
     if not first.success:
         return result
     output: OutputFolderResource = defs.resources["output_folder"]
-    keys = list(result.discovery_metadata()[PARTITIONS_METADATA].value)
+    keys = list(result.discovery_metadata()[PARTITIONS_METADATA])
     order = sync_dataset_partitions(instance, keys, frames_dir=output.frames_dir())
     rest = dg.AssetSelection.all() - discovery
     tags = None
@@ -359,7 +361,7 @@ def check_lines(result: BuildResult) -> list[str]:
 
 def _diagnostics(result: BuildResult) -> dict[str, list[str]]:
     """Discovery's diagnostics, as the build recorded them in ``discovered_runs``' metadata."""
-    return dict(result.discovery_metadata()["diagnostics"].value)
+    return dict(result.discovery_metadata()["diagnostics"])
 
 
 def _report_frame(report_dir: Path, name: str) -> pd.DataFrame | None:

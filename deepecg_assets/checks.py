@@ -17,10 +17,11 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from deepecg_assets.assets.tables import results_table_stem, table_paths
+from deepecg_assets.assets.tables import compile_cache, results_table_stem, table_paths
 from deepecg_assets.assets.transfer import LISTED_CELLS, failed_cells
 from deepecg_assets.partitions import DATASETS, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
+from deepecgkit.analysis.compile_cache import compile_tables
 from deepecgkit.analysis.constants import (
     CORRECTION_UNAVAILABLE,
     VERDICT_SUPPORTED,
@@ -32,7 +33,6 @@ from deepecgkit.analysis.latex import (
     TAU_TABLE_STEM,
     TRANSFER_TABLE_STEM,
     UNICODE_ENGINES,
-    compile_table,
     latex_engine,
 )
 from deepecgkit.analysis.ranking import rank_within_seed
@@ -240,13 +240,22 @@ def flips_nadeau_bengio_applied(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
     )
 
 
-def _compile_check(paths: list) -> dg.AssetCheckResult:
+def _compile_check(
+    paths: list[Path], output_folder: OutputFolderResource | None = None
+) -> dg.AssetCheckResult:
     """Compile every table in ``paths`` with the engine it needs; ERROR when one fails.
 
     A table of plain names compiles with pdflatex; one holding characters
     pdflatex cannot typeset (CJK, Hebrew ...) with lualatex or xelatex. When
     that engine is not installed the table is not checked, which fails the
     check with WARN: it will not compile with the engines this machine has.
+
+    Verdicts come from the output folder's compile cache
+    (:func:`~deepecg_assets.assets.tables.compile_cache`) when a picture's
+    drawing or an earlier check settled them for the same text and engine;
+    the rest are compiled concurrently and stored. Without ``output_folder``
+    nothing is looked up or stored. A stored failure fails the
+    check with the LaTeX error lines it was stored with.
     """
     if latex_engine() is None:
         return dg.AssetCheckResult(
@@ -256,7 +265,8 @@ def _compile_check(paths: list) -> dg.AssetCheckResult:
         )
     failures: dict[str, str] = {}
     unchecked: dict[str, str] = {}
-    engines: dict[str, str] = {}
+    engine_paths: dict[str, str] = {}
+    texts: dict[str, str] = {}
     for path in paths:
         try:
             table = path.read_text(encoding="utf-8")
@@ -270,10 +280,11 @@ def _compile_check(paths: list) -> dg.AssetCheckResult:
                 "none is installed here"
             )
             continue
-        engines[path.name] = Path(engine).name
-        ok, reason = compile_table(table, engine=engine)
-        if not ok:
-            failures[path.name] = reason
+        engine_paths[path.name], texts[path.name] = engine, table
+    cache = compile_cache(output_folder) if output_folder is not None else None
+    verdicts = compile_tables(texts, engine_paths, cache=cache)
+    failures |= {name: reason for name, (ok, reason) in verdicts.items() if not ok}
+    engines = {name: Path(engine).name for name, engine in engine_paths.items()}
     compiled = len(paths) - len(failures) - len(unchecked)
     return dg.AssetCheckResult(
         passed=not failures and not unchecked,
@@ -305,7 +316,7 @@ def results_tables_compile(
 ) -> dg.AssetCheckResult:
     """The results tables of the datasets of this run (one, or all of them in a build)."""
     stems = [results_table_stem(key) for key, frame in sorted(aggregates.items()) if len(frame)]
-    return _compile_check(table_paths(output_folder, stems))
+    return _compile_check(table_paths(output_folder, stems), output_folder)
 
 
 def _single_table_check(asset: str, stem: str) -> dg.AssetChecksDefinition:
@@ -318,7 +329,7 @@ def _single_table_check(asset: str, stem: str) -> dg.AssetChecksDefinition:
         ),
     )
     def _check(output_folder: OutputFolderResource) -> dg.AssetCheckResult:
-        return _compile_check(table_paths(output_folder, [stem]))
+        return _compile_check(table_paths(output_folder, [stem]), output_folder)
 
     return _check
 
@@ -344,7 +355,7 @@ def transfer_table_compiles(output_folder: OutputFolderResource) -> dg.AssetChec
             description="no transfer table: no run kept an encoder checkpoint",
             metadata={"checked": False},
         )
-    return _compile_check(paths)
+    return _compile_check(paths, output_folder)
 
 
 @dg.asset_check(

@@ -30,6 +30,7 @@ from dagster._core.errors import raise_execution_interrupts
 from dagster._core.execution.context.system import PlanOrchestrationContext
 from dagster._core.execution.plan.plan import ExecutionPlan
 from dagster._core.execution.plan.state import KnownExecutionState
+from dagster._core.execution.plan.step import ExecutionStep
 from dagster._core.instance.ref import InstanceRef
 from dagster._utils import iterate_with_context
 from dagster_dask.executor import (
@@ -65,23 +66,87 @@ class StepCall:
     known_state: KnownExecutionState | None
 
 
-def execute_step_call(dependencies: Sequence[object], call: StepCall) -> Sequence[dg.DagsterEvent]:
-    """Run ``call``'s step on this worker (after ``dependencies``, the upstream steps' results)."""
-    return query_on_dask_worker(
-        dependencies,
-        call.recon_job,
-        call.dagster_run,
-        call.run_config,
-        call.step_keys,
-        call.instance_ref,
-        call.known_state,
+@dataclass(frozen=True)
+class StepEvents:
+    """The events of one task's steps, as one object: Dask estimates the size of every task
+    result, and looking into a list of Dagster events fails (a warning per task)."""
+
+    events: tuple[dg.DagsterEvent, ...]
+
+    def __sizeof__(self) -> int:
+        return object.__sizeof__(self) + len(self.events) * EVENT_SIZE_ESTIMATE
+
+
+#: Bytes Dask is told an event takes (its size matters only for data placement).
+EVENT_SIZE_ESTIMATE = 1024
+
+
+def execute_step_call(dependencies: Sequence[object], call: StepCall) -> StepEvents:
+    """Run ``call``'s steps on this worker, in order, in one execution of the plan (after
+    ``dependencies``, the upstream tasks' results)."""
+    return StepEvents(
+        tuple(
+            query_on_dask_worker(
+                dependencies,
+                call.recon_job,
+                call.dagster_run,
+                call.run_config,
+                call.step_keys,
+                call.instance_ref,
+                call.known_state,
+            )
+        )
     )
+
+
+def step_chains(levels: Sequence[Sequence[ExecutionStep]]) -> list[list[ExecutionStep]]:
+    """The plan's steps as chains, each to run as one Dask task; in an order that puts every
+    chain after the chains it depends on.
+
+    A step joins the chain of the step it reads when that is the only step
+    it reads and it is the chain's last step, and nothing else that other
+    steps read also reads that step: a run of assets that each read only the
+    previous one (a table and the frame behind it), and a check of the last
+    of them, cost one task instead of one each. Where several steps read one
+    step they stay apart, so the workers still run them side by side.
+
+    Why: every task rebuilds the execution plan, reopens the instance and
+    initialises the resources on its worker, and waits for a scheduler round
+    trip, which the in-process executor pays once per run (see
+    ``benchmarks/bench_distributed.py`` and ``docs/benchmarks.md``).
+    """
+    steps = [step for level in levels for step in level]
+    read = {key for step in steps for key in _upstream(step)}
+    readers: dict[str, list[str]] = {}
+    for step in steps:
+        for key in _upstream(step):
+            readers.setdefault(key, []).append(step.key)
+    chain_of: dict[str, int] = {}
+    chains: list[list[ExecutionStep]] = []
+    for step in steps:  # level by level: every step after the steps it reads
+        (tail, *more) = sorted(_upstream(step)) or [None]
+        index = chain_of.get(tail) if tail is not None and not more else None
+        if index is not None and chains[index][-1].key == tail:
+            others = [key for key in readers[tail] if key != step.key]
+            sole = not any(key in read for key in others)
+            if sole and (step.key in read or not others or min(others) > step.key):
+                chains[index].append(step)
+                chain_of[step.key] = index
+                continue
+        chain_of[step.key] = len(chains)
+        chains.append([step])
+    return chains
+
+
+def _upstream(step: ExecutionStep) -> set[str]:
+    """The keys of the steps whose outputs ``step`` reads."""
+    return {key for item in step.step_inputs for key in item.dependency_keys}
 
 
 class SharedClusterDaskExecutor(DaskExecutor):
     """Every step of a run as a task on the existing Dask cluster at ``address``.
 
-    Differs from dagster-dask's loop in two ways:
+    Differs from dagster-dask's loop in three ways:
 
     - the step's arguments travel as one :class:`StepCall` (partition-range
       runs fail otherwise, see there);
@@ -89,7 +154,9 @@ class SharedClusterDaskExecutor(DaskExecutor):
       tasks with one key as one, so two runs of the asset job at once (the
       queued coordinator runs several) would otherwise share, say, the
       result of the first one's discovery step, and the second run's step
-      would never run.
+      would never run;
+    - a chain of steps that each read the previous one is one task
+      (:func:`step_chains`), not a task per step.
     """
 
     def __init__(self, address: str) -> None:
@@ -107,29 +174,34 @@ class SharedClusterDaskExecutor(DaskExecutor):
         instance_ref = plan_context.instance.get_ref()
         futures: dict[str, dask.distributed.Future] = {}
         with dask.distributed.Client(self.cluster_configuration["address"]) as client:
-            for level in execution_plan.get_steps_to_execute_by_level():
-                for step in level:
-                    upstream = [
-                        futures[key] for item in step.step_inputs for key in item.dependency_keys
-                    ]
-                    call = StepCall(
-                        recon_job=plan_context.reconstructable_job,
-                        dagster_run=run,
-                        run_config=plan_context.run_config,
-                        step_keys=[step.key],
-                        instance_ref=instance_ref,
-                        known_state=execution_plan.known_state,
-                    )
-                    futures[step.key] = client.submit(
-                        execute_step_call,
-                        upstream,
-                        call,
-                        key=f"{run.run_id}.{step.key}",
-                        resources=get_dask_resource_requirements(step.tags),
-                    )
-            finished = dask.distributed.as_completed(list(futures.values()), with_results=True)
-            for _future, events in iterate_with_context(raise_execution_interrupts, finished):
-                yield from events
+            for chain in step_chains(execution_plan.get_steps_to_execute_by_level()):
+                keys = [step.key for step in chain]
+                inside = set(keys)
+                upstream = {futures[key] for step in chain for key in _upstream(step) - inside}
+                call = StepCall(
+                    recon_job=plan_context.reconstructable_job,
+                    dagster_run=run,
+                    run_config=plan_context.run_config,
+                    step_keys=keys,
+                    instance_ref=instance_ref,
+                    known_state=execution_plan.known_state,
+                )
+                # Every step of a chain asks for its own Dask resources; the task, all of them.
+                resources: dict[str, float] = {}
+                for step in chain:
+                    for name, amount in get_dask_resource_requirements(step.tags).items():
+                        resources[name] = max(resources.get(name, 0), amount)
+                future = client.submit(
+                    execute_step_call,
+                    list(upstream),
+                    call,
+                    key=f"{run.run_id}.{keys[0]}",
+                    resources=resources,
+                )
+                futures.update(dict.fromkeys(keys, future))
+            finished = dask.distributed.as_completed(set(futures.values()), with_results=True)
+            for _future, result in iterate_with_context(raise_execution_interrupts, finished):
+                yield from result.events
 
 
 @dg.executor(

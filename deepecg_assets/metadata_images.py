@@ -16,6 +16,12 @@ mostly unchanged text, so each picture records the SHA-256 of the LaTeX it
 shows in a PNG ``tEXt`` chunk (:data:`SOURCE_KEY`); a picture whose recorded
 source equals the table's text is kept as it is. A clean build writes the
 same chunk, so a kept picture is byte for byte the one a clean build makes.
+The engine run that draws a picture also settles the table's compile check
+(:func:`~deepecgkit.analysis.table_images.typeset_table`); that verdict goes
+to the output folder's compile cache
+(:class:`~deepecgkit.analysis.compile_cache.CompileCache`), so the check does
+not compile the table again. The pictures of one asset are drawn
+concurrently (one engine and rasteriser subprocess per table).
 
 A table that cannot be rendered (no pdflatex or pdftoppm, or LaTeX rejects
 it) never fails its asset: the metadata says why there is no picture, and
@@ -27,6 +33,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import math
 import struct
 import zlib
 from collections.abc import Mapping
@@ -35,7 +42,14 @@ from pathlib import Path
 import dagster as dg
 from PIL import Image
 
-from deepecgkit.analysis.table_images import TableImageError, missing_tool, render_table_png
+from deepecgkit.analysis.compile_cache import CompileCache, map_concurrently
+from deepecgkit.analysis.latex import LONG_TABLE_ROWS, is_long_table
+from deepecgkit.analysis.table_images import (
+    TableImageError,
+    TableTypesetting,
+    missing_tool,
+    typeset_table,
+)
 from deepecgkit.io import atomic_write_bytes, remove_file
 
 #: Metadata key of a table's picture: ``image_<stem>``, the stem of its ``.tex``.
@@ -49,6 +63,8 @@ _SHRINK_FACTOR = 0.8
 #: Below this width a picture is no longer legible; it is embedded as it is then.
 _MIN_EMBEDDED_WIDTH_PX = 320
 _PNG_SUFFIX = ".png"
+#: Name ending of a picture's shrunk metadata copy in the compile cache's folder.
+_PREVIEW_SUFFIX = ".preview.png"
 #: Longest table (characters of LaTeX) drawn as a picture. A flip table of a
 #: large sweep runs to thousands of rows (1.3 MB of LaTeX at 20,000 runs): no
 #: one reads it as a picture, and typesetting it would take minutes.
@@ -112,6 +128,12 @@ def embeddable_png(png: bytes, *, max_bytes: int = MAX_EMBEDDED_BYTES) -> bytes:
 
     Scaling stops at :data:`_MIN_EMBEDDED_WIDTH_PX` pixels across, where text
     would be unreadable; that copy is returned even if it is still larger.
+    The copy is scaled by ``_SHRINK_FACTOR ** k`` for the first ``k`` that
+    fits, tried from one step before the ``k`` its pixel area predicts (a
+    PNG of typeset text shrinks about with its area), so a 9-megapixel rank
+    table is not resized and encoded four times to find the fifth size; the
+    copies are encoded at zlib's default level, not optimised (a metadata
+    preview, several times faster to encode, a few per cent larger).
     """
     if len(png) <= max_bytes:
         return png
@@ -119,19 +141,27 @@ def embeddable_png(png: bytes, *, max_bytes: int = MAX_EMBEDDED_BYTES) -> bytes:
         picture = original.copy()
     smaller = png
     width, height = picture.size
+    predicted = math.ceil(math.log(max_bytes / len(png)) / math.log(_SHRINK_FACTOR**2))
+    skipped = max(0, predicted - 2)
     while len(smaller) > max_bytes and width * _SHRINK_FACTOR >= _MIN_EMBEDDED_WIDTH_PX:
         width, height = round(width * _SHRINK_FACTOR), max(1, round(height * _SHRINK_FACTOR))
+        if skipped:
+            skipped -= 1
+            continue
         buffer = io.BytesIO()
-        picture.resize((width, height), Image.Resampling.LANCZOS).save(
-            buffer, format="PNG", optimize=True
-        )
+        picture.resize((width, height), Image.Resampling.LANCZOS).save(buffer, format="PNG")
         smaller = buffer.getvalue()
     return smaller
 
 
-def png_markdown(png: bytes, alt: str) -> dg.MetadataValue:
-    """A markdown value showing ``png`` (shrunk by :func:`embeddable_png`) with ``alt`` text."""
-    encoded = base64.b64encode(embeddable_png(png)).decode("ascii")
+def png_markdown(png: bytes, alt: str, *, cache: CompileCache | None = None) -> dg.MetadataValue:
+    """A markdown value showing ``png`` (shrunk by :func:`embeddable_png`) with ``alt`` text.
+
+    With ``cache``, a shrunk copy is kept in its folder under the SHA-256 of
+    ``png`` (:func:`_cached_embeddable`), so a kept picture is not shrunk again.
+    """
+    small = embeddable_png(png) if cache is None else _cached_embeddable(png, cache.folder)
+    encoded = base64.b64encode(small).decode("ascii")
     return dg.MetadataValue.md(f"![{_plain(alt)}](data:image/png;base64,{encoded})")
 
 
@@ -156,46 +186,115 @@ def figure_metadata(
 
 
 def table_picture_metadata(
-    tables: Mapping[str, str], *, directory: Path, titles: Mapping[str, str]
+    tables: Mapping[str, str],
+    *,
+    directory: Path,
+    titles: Mapping[str, str],
+    cache: CompileCache | None = None,
 ) -> dict[str, dg.MetadataValue]:
     """Render each table to ``<directory>/<stem>.png``; one ``image_<stem>`` value each.
 
-    A picture already there that shows the same LaTeX is kept (see the module docstring).
+    A picture already there that shows the same LaTeX is kept (see the
+    module docstring); the others are drawn concurrently.
 
     Args:
         tables: LaTeX of one ``table`` environment per file stem.
         directory: The folder of the tables (the PNG goes next to the ``.tex``).
         titles: What each stem's table is, in words (``"flip table"``); the
             picture's alt text is ``"<title> (<stem>.tex)"``.
+        cache: Where the compile verdict each drawing settles is stored, for
+            the tables' compile checks; None stores nothing.
 
     Returns:
         ``image_<stem>`` -> the picture, or the reason there is none (then
         any earlier ``<stem>.png`` is removed).
     """
     metadata: dict[str, dg.MetadataValue] = {}
+    pictures: dict[str, bytes] = {}
+    to_draw: list[str] = []
     for stem in sorted(tables):
-        alt = f"{titles[stem]} ({stem}.tex)"
         target = directory / picture_name(stem)
-        if len(tables[stem]) > MAX_PICTURE_CHARACTERS:
+        if (reason := _not_pictured(stem, tables[stem])) is not None:
             remove_file(target)
-            reason = (
-                f"the table has {tables[stem].count(chr(10)) + 1:,} lines, too long to show as "
-                f"a picture (at most {MAX_PICTURE_CHARACTERS:,} characters of LaTeX are drawn); "
-                f"open {stem}.tex"
-            )
-            metadata[f"{IMAGE_PREFIX}{stem}"] = no_picture(alt, reason)
+            metadata[stem] = no_picture(_alt(stem, titles), reason)
+        elif (png := _current_picture(target, tables[stem])) is not None:
+            pictures[stem] = png
+        else:
+            to_draw.append(stem)
+    drawn = map_concurrently(lambda stem: _draw(tables[stem]), to_draw)
+    for stem, result in zip(to_draw, drawn, strict=True):
+        target = directory / picture_name(stem)
+        if isinstance(result, str):
+            remove_file(target)
+            metadata[stem] = no_picture(_alt(stem, titles), result)
             continue
-        png = _current_picture(target, tables[stem])
-        if png is None:
-            try:
-                png = with_source(render_table_png(tables[stem]), tables[stem])
-            except (TableImageError, ValueError) as exc:
-                remove_file(target)
-                metadata[f"{IMAGE_PREFIX}{stem}"] = no_picture(alt, str(exc))
-                continue
-            atomic_write_bytes(target, png)
-        metadata[f"{IMAGE_PREFIX}{stem}"] = png_markdown(png, alt)
-    return metadata
+        if cache is not None and result.compiles is not None:
+            ok, reason = result.compiles
+            cache.put(tables[stem], result.engine, ok=ok, reason=reason)
+        if result.png is None:
+            remove_file(target)
+            metadata[stem] = no_picture(_alt(stem, titles), result.error)
+            continue
+        pictures[stem] = with_source(result.png, tables[stem])
+        atomic_write_bytes(target, pictures[stem])
+    for stem, png in pictures.items():
+        metadata[stem] = png_markdown(png, _alt(stem, titles), cache=cache)
+    return {f"{IMAGE_PREFIX}{stem}": metadata[stem] for stem in sorted(metadata)}
+
+
+def _draw(table: str) -> TableTypesetting | str:
+    """The typesetting of ``table``, or why it could not start (a program missing, bad text)."""
+    try:
+        return typeset_table(table)
+    except (TableImageError, ValueError) as exc:
+        return str(exc)
+
+
+def _alt(stem: str, titles: Mapping[str, str]) -> str:
+    """The alt text of ``<stem>.tex``'s picture: ``"<title> (<stem>.tex)"``."""
+    return f"{titles[stem]} ({stem}.tex)"
+
+
+def _cached_embeddable(png: bytes, folder: Path) -> bytes:
+    """:func:`embeddable_png` of ``png``, kept as ``<folder>/<sha256 of png>.preview.png``.
+
+    Shrinking the 9-megapixel rank table of a 20,000-run sweep costs about a
+    second, on every materialisation, the picture kept or not; the copy is a
+    function of the picture's bytes alone. A copy that cannot be read or
+    written is made again, never an error.
+    """
+    if len(png) <= MAX_EMBEDDED_BYTES:
+        return png
+    path = folder / f"{hashlib.sha256(png).hexdigest()}{_PREVIEW_SUFFIX}"
+    try:
+        kept = path.read_bytes()
+    except OSError:
+        kept = b""
+    if kept.startswith(_PNG_SIGNATURE):
+        return kept
+    small = embeddable_png(png)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, small, durable=False)
+    except OSError:
+        pass
+    return small
+
+
+def _not_pictured(stem: str, table: str) -> str | None:
+    """Why a table gets no picture (too long, or spanning pages), or None when it gets one."""
+    if len(table) > MAX_PICTURE_CHARACTERS:
+        return (
+            f"the table has {table.count(chr(10)) + 1:,} lines, too long to show as "
+            f"a picture (at most {MAX_PICTURE_CHARACTERS:,} characters of LaTeX are drawn); "
+            f"open {stem}.tex"
+        )
+    if is_long_table(table):
+        return (
+            f"the table has more than {LONG_TABLE_ROWS} rows, so it is a longtable that spans "
+            f"pages and has no one-page picture; open {stem}.tex"
+        )
+    return None
 
 
 def picture_name(stem: str) -> str:

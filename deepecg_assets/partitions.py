@@ -35,6 +35,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -44,12 +45,15 @@ from deepecgkit.io import remove_file
 __all__ = [
     "DATASETS",
     "DATASET_PARTITIONS",
+    "DISCOVERY_ASSET",
     "PER_DATASET_ASSETS",
     "SINGLE_RUN",
     "dataset_key",
     "dataset_keys",
     "frames_by_key",
     "joined",
+    "latest_discovery_metadata",
+    "materialization_metadata",
 ]
 
 #: Name of the dynamic partitions definition (how the instance stores its keys).
@@ -71,6 +75,8 @@ PER_DATASET_FRAMES = (
 PER_DATASET_ASSETS = (*PER_DATASET_FRAMES, "results_tables")
 #: The per-dataset asset whose materialisation completes a dataset's partition.
 LAST_PER_DATASET_ASSET = "results_tables"
+#: The asset that reads the run roots (the one unpartitioned step every dataset depends on).
+DISCOVERY_ASSET = "discovered_runs"
 #: Metadata of ``discovered_runs`` read by the sensor and the build: ``{partition key:
 #: dataset}`` and ``{partition key: state digest of the dataset's run files}``.
 PARTITIONS_METADATA = "partitions"
@@ -120,7 +126,8 @@ def frames_by_key(frame: pd.DataFrame, keys: Iterable[str]) -> dict[str, pd.Data
     wanted = list(keys)
     if frame.empty:
         return {key: frame.iloc[:0] for key in wanted}
-    row_keys = frame["dataset"].astype(str).map(dataset_key)
+    names = frame["dataset"].astype(str)
+    row_keys = names.map({name: dataset_key(name) for name in names.unique()})
     groups = {key: rows for key, rows in frame.groupby(row_keys.to_numpy(), sort=False)}
     return {key: groups.get(key, frame.iloc[:0]) for key in wanted}
 
@@ -137,6 +144,30 @@ def joined(frames: Mapping[str, pd.DataFrame], *, columns: Sequence[str] = ()) -
             parts[0].iloc[:0].reset_index(drop=True) if parts else pd.DataFrame(columns=[*columns])
         )
     return pd.concat(filled, ignore_index=True)
+
+
+def materialization_metadata(
+    materialization: dg.AssetMaterialization | None,
+) -> dict[str, Any]:
+    """A materialisation's metadata as plain values (``{}`` for None).
+
+    What the sensor, the build and the scripts read of a ``discovered_runs``
+    materialisation: :data:`PARTITIONS_METADATA`, :data:`DATASET_STATES_METADATA`,
+    the diagnostics and the counts, unwrapped from Dagster's ``MetadataValue``.
+    """
+    if materialization is None:
+        return {}
+    return {name: entry.value for name, entry in materialization.metadata.items()}
+
+
+def latest_discovery_metadata(instance: dg.DagsterInstance) -> dict[str, Any]:
+    """The metadata of the latest ``discovered_runs`` materialisation on ``instance``.
+
+    ``{}`` when discovery was never materialised there (see
+    :func:`materialization_metadata` for the values).
+    """
+    event = instance.get_latest_materialization_event(dg.AssetKey(DISCOVERY_ASSET))
+    return materialization_metadata(event.asset_materialization if event is not None else None)
 
 
 def remove_stored_partitions(frames_dir: Path, keys: Iterable[str]) -> list[str]:

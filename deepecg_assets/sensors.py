@@ -32,7 +32,10 @@ One :class:`~dagster.SensorResult` per tick carries:
   changed datasets (or one while other runs are in flight; the queued
   coordinator runs several at once) get one run each, and the eager
   cross-dataset assets then run once, after all of them (their condition
-  waits until no input partition is in progress);
+  waits until no input partition is in progress). Every run that carries
+  the cross-dataset assets is tagged :data:`COMBINES_TAG`, and the queued
+  coordinator of ``deploy/dagster.yaml`` runs one such run at a time, so the
+  two sensors (separate daemon threads) never run two combines at once;
 - with only deletions, one run of the cross-dataset assets.
 
 A run whose metrics file cannot be read yet (among them a half-written
@@ -51,9 +54,11 @@ from deepecg_assets.partitions import (
     DATASET_PARTITIONS,
     DATASET_STATES_METADATA,
     DATASETS,
+    DISCOVERY_ASSET,
     LAST_PER_DATASET_ASSET,
     PER_DATASET_ASSETS,
     dataset_keys,
+    materialization_metadata,
     remove_stored_partitions,
 )
 from deepecg_assets.resources import OutputFolderResource, RunRootError, RunRootsResource
@@ -62,14 +67,16 @@ from deepecgkit.rundir.tree_index import TreeIndex, TreeSummary, indexed_tree_st
 
 #: The automation condition of every derived asset: refresh as soon as an input changes.
 EAGER = dg.AutomationCondition.eager()
-#: The asset that reads the run roots, and its metadata recording the dataset digests.
-DISCOVERY_ASSET = "discovered_runs"
 #: Everything that depends on the run roots.
 REFRESH_SELECTION = dg.AssetSelection.assets(DISCOVERY_ASSET).downstream()
 #: A dataset's refresh: discovery and the dataset's own partition.
 DATASET_REFRESH = dg.AssetSelection.assets(DISCOVERY_ASSET, *PER_DATASET_ASSETS)
 #: The cross-dataset assets (combines, report, transfer), refreshed after the partitions.
 COMBINE_SELECTION = REFRESH_SELECTION - dg.AssetSelection.assets(*PER_DATASET_ASSETS)
+#: Tag of every run that materialises the cross-dataset assets (the sensor's and the
+#: automation sensor's). ``deploy/dagster.yaml`` limits runs with it to one at a time, so
+#: two combines never run at once, whichever daemon thread requested them.
+COMBINES_TAG = "deepecg/combines"
 #: Discovery materialisations searched for the state a partition was built from.
 BASELINE_HISTORY = 200
 #: Seconds between ticks, unless ``DEEPECG_SENSOR_INTERVAL`` says otherwise.
@@ -77,6 +84,11 @@ SENSOR_INTERVAL_SECONDS = 60
 #: Environment variable overriding the interval; read when the code location loads,
 #: because the interval is part of the sensor's definition.
 SENSOR_INTERVAL_ENV = "DEEPECG_SENSOR_INTERVAL"
+#: Seconds between automation ticks (Dagster's default); a shorter sensor interval
+#: shortens it too, so a site (or a test) that polls the runs often also sees the
+#: cross-dataset assets refreshed soon after. Dagster's asset daemon ticks at most
+#: every 5 s whatever this says.
+AUTOMATION_INTERVAL_SECONDS = 30
 #: Run statuses of a run that is waiting in the queue or running.
 IN_FLIGHT_STATUSES = (
     dg.DagsterRunStatus.QUEUED,
@@ -124,8 +136,8 @@ def built_dataset_states(instance: dg.DagsterInstance) -> dict[str, str]:
     for key, storage_id in built.items():
         for record in discoveries:  # newest first
             if record.storage_id < storage_id:
-                value = record.asset_materialization.metadata.get(DATASET_STATES_METADATA)
-                digest = (value.value if value is not None else {}).get(key)
+                metadata = materialization_metadata(record.asset_materialization)
+                digest = metadata.get(DATASET_STATES_METADATA, {}).get(key)
                 if digest is not None:
                     states[key] = digest
                 break
@@ -163,7 +175,11 @@ def refresh_requests(
             run_key=f"{key}:{built.get(key, 'new')}->{current[key]}",
             partition_key=key,
             asset_selection=[*dataset_refresh, *combines] if single else [*dataset_refresh],
-            tags={"deepecg/dataset": key, "deepecg/dataset_state": current[key]},
+            tags={
+                "deepecg/dataset": key,
+                "deepecg/dataset_state": current[key],
+                **({COMBINES_TAG: "true"} if single else {}),
+            },
         )
         for key in changed
     ]
@@ -172,7 +188,7 @@ def refresh_requests(
             dg.RunRequest(
                 run_key="removed:" + ",".join(f"{key}:{built.get(key, '')}" for key in gone),
                 asset_selection=[dg.AssetKey(DISCOVERY_ASSET), *combines],
-                tags={"deepecg/removed_datasets": ",".join(gone)[:200]},
+                tags={"deepecg/removed_datasets": ",".join(gone)[:200], COMBINES_TAG: "true"},
             )
         )
     return requests, added, gone
@@ -299,6 +315,8 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     "deepecg_automation_sensor",
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
+    run_tags={COMBINES_TAG: "true"},
+    minimum_interval_seconds=min(sensor_interval_seconds(), AUTOMATION_INTERVAL_SECONDS),
     description=(
         "Watches every asset's upstream materialisations and materialises the downstream "
         "assets (frames, tables, report) as soon as an input changes (eager automation)."

@@ -229,6 +229,11 @@ def json_ready(value: Any, *, nan_to_null: bool = True) -> Any:
     Raises:
         TypeError: a value or key JSON cannot represent.
     """
+    kind = type(value)  # exact built-in types first: a manifest holds 100,000s of them
+    if kind is str or kind is bool or kind is int or value is None:
+        return value
+    if kind is float:
+        return None if nan_to_null and not math.isfinite(value) else value
     value = _plain(value)
     if value is None or isinstance(value, (str, bool)):
         return value

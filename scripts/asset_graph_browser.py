@@ -200,15 +200,14 @@ def _sync_dataset_partitions(environment: Mapping[str, str]) -> list[str]:
     import dagster as dg
 
     from deepecg_assets.build import sync_dataset_partitions
-    from deepecg_assets.partitions import PARTITIONS_METADATA
+    from deepecg_assets.partitions import PARTITIONS_METADATA, latest_discovery_metadata
     from deepecg_assets.resources import OutputFolderResource
-    from deepecg_assets.sensors import DISCOVERY_ASSET
 
     with dg.DagsterInstance.from_config(environment["DAGSTER_HOME"]) as instance:
-        event = instance.get_latest_materialization_event(dg.AssetKey(DISCOVERY_ASSET))
-        if event is None or event.asset_materialization is None:
+        metadata = latest_discovery_metadata(instance)
+        if not metadata:
             raise WebserverError("discovered_runs was never materialised: no dataset partitions")
-        keys = list(event.asset_materialization.metadata[PARTITIONS_METADATA].value)
+        keys = list(metadata[PARTITIONS_METADATA])
         output = OutputFolderResource(path=environment["DEEPECG_OUTPUT"])
         return sync_dataset_partitions(instance, keys, frames_dir=output.frames_dir())
 

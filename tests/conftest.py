@@ -1,4 +1,8 @@
-"""Fixtures shared across the test suite: small run corpora with known answers."""
+"""Fixtures shared across the test suite: small run corpora with known answers.
+
+It also orders the suite for ``pytest -n 2 --dist loadgroup`` (``.ci/run``):
+see :func:`pytest_collection_modifyitems`.
+"""
 
 from __future__ import annotations
 
@@ -193,3 +197,76 @@ def bundled_transfer_build(tmp_path_factory: pytest.TempPathFactory) -> Transfer
             )
     assert result.success
     return TransferBuild(output=output, result=result)
+
+
+#: Fixtures, built once per module or session, that take tens of seconds (a whole
+#: build, a served UI, a trained or probed encoder). Every test that uses one runs on
+#: the xdist worker that built it: under plain ``--dist load`` the tests of one such
+#: fixture are spread over both workers, and each worker builds it again. Add a
+#: fixture here when it is that slow and more than one test reads it.
+SHARED_ONCE_FIXTURES = frozenset(
+    {
+        "bundled_transfer_build",
+        "served_graph",
+        "corpus_and_clean_build",
+        "built",
+        "built_platform",
+        "grid_out",
+        "af_checkpoint",
+        "report",
+        "partial_report",
+        "materialized_from_the_ui",
+    }
+)
+#: Marker of the tests that train models or start servers (``pyproject.toml``).
+SLOW_MARKER = "slow"
+
+
+def _shared_fixture_keys(item: pytest.Item) -> list[str]:
+    """The :data:`SHARED_ONCE_FIXTURES` that ``item`` uses, named by where they are defined."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    return sorted(
+        f"{definitions[-1].baseid or '<root>'}::{name}"
+        for name, definitions in info.name2fixturedefs.items()
+        if name in SHARED_ONCE_FIXTURES and definitions[-1].scope in ("module", "session")
+    )
+
+
+def _group_shared_fixtures(items: list[pytest.Item]) -> dict[str, str]:
+    """Each item's xdist group: the tests of one shared fixture (transitively) are one group."""
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    item_keys = {item.nodeid: _shared_fixture_keys(item) for item in items}
+    for keys in item_keys.values():
+        for key in keys[1:]:
+            parent[root(key)] = root(keys[0])
+    return {nodeid: root(keys[0]) for nodeid, keys in item_keys.items() if keys}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep each shared build on one worker, and start the long modules first.
+
+    The tests of a :data:`SHARED_ONCE_FIXTURES` fixture get one ``xdist_group``
+    (honoured by ``--dist loadgroup``; every other test is balanced one by
+    one). Modules holding such a test or a ``slow`` one move to the front of
+    the run, in their collected order, so that the two workers do not end
+    with one of them alone on a minute-long test; a module's tests stay
+    together, so its module-scoped fixtures are set up once. Tests tried first
+    (``tryfirst``) so that xdist's own hook sees the group marks.
+    """
+    groups = _group_shared_fixtures(items)
+    early_modules: set[str] = set()
+    for item in items:
+        if item.nodeid in groups:
+            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+        if item.nodeid in groups or item.get_closest_marker(SLOW_MARKER) is not None:
+            early_modules.add(item.nodeid.split("::", 1)[0])
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in early_modules)

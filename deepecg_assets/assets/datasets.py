@@ -33,7 +33,7 @@ from deepecgkit.analysis.ranking import (
     rank_distribution as rank_distribution_frame,
     tau_summary as tau_summary_frame,
 )
-from deepecgkit.rundir.records import frame_to_records, runs_to_frame
+from deepecgkit.rundir.records import record_frame_to_runs
 
 _KINDS = {"pandas", "parquet"}
 
@@ -89,7 +89,7 @@ def dataset_frames(
     log: dg.DagsterLogManager | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Every per-dataset frame of one dataset's rows of ``discovered_runs``, by asset name."""
-    runs = runs_to_frame(frame_to_records(records))
+    runs = record_frame_to_runs(records)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         kept, conflicts = reconcile_averaging(runs)

@@ -1,7 +1,8 @@
 """The statistical report asset: group-bootstrap comparisons from stored predictions.
 
-The report is given the run directories of ``discovered_runs`` (the roots are
-not searched again) and writes into the same folder on every refresh, so the
+The report is given the records of ``discovered_runs`` (the roots are not
+searched again, and a run's metrics file is not parsed again while it keeps
+the mtime discovery read) and writes into the same folder on every refresh, so the
 rows and figures of unchanged runs and pairs are reused
 (:mod:`deepecgkit.statistical_report.reuse`); the metadata says how many.
 """
@@ -19,6 +20,7 @@ from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecg_assets.sensors import EAGER
 from deepecgkit.analysis.compare.errors import ComparisonError
 from deepecgkit.analysis.constants import DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_RESAMPLES, REPORT_BINS
+from deepecgkit.rundir.records import frame_to_records
 from deepecgkit.statistical_report import statistical_report as build_report
 from deepecgkit.statistical_report.report import MAX_REPORT_BINS
 
@@ -92,7 +94,7 @@ def statistical_report(
         result = build_report(
             None,
             out_dir,
-            run_dirs=list(runs["run_dir"]) if len(runs) else [],
+            records=frame_to_records(runs),
             bins=config.bins,
             n_resamples=config.n_resamples,
             confidence_level=analysis.confidence_level,

@@ -2,6 +2,9 @@
 
 Each table is also rendered to a PNG next to its ``.tex`` and shown in the
 asset's metadata (``image_<stem>``, see :mod:`deepecg_assets.metadata_images`).
+The compile verdict that drawing settles is kept in the output folder's
+compile cache (``<output>/cache/latex/``, :func:`compile_cache`, outside
+``tables/``), where the tables' compile checks find it.
 """
 
 from collections.abc import Mapping
@@ -14,6 +17,7 @@ from deepecg_assets.metadata_images import picture_name, table_picture_metadata
 from deepecg_assets.partitions import DATASETS, SINGLE_RUN, dataset_keys, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecg_assets.sensors import EAGER
+from deepecgkit.analysis.compile_cache import CompileCache
 from deepecgkit.analysis.latex import (
     FLIP_TABLE_STEM,
     RANK_TABLE_STEM,
@@ -41,12 +45,20 @@ RANK_TABLE_TITLE = "rank table"
 TAU_TABLE_TITLE = "Kendall tau table"
 FLIP_TABLE_TITLE = "flip table"
 RESULTS_TABLE_TITLE = "results table of {dataset}"
+#: Folder of the compile cache, next to the run cache under ``<output>/cache``.
+COMPILE_CACHE_FOLDER = "latex"
+
+
+def compile_cache(output_folder: OutputFolderResource) -> CompileCache:
+    """The output folder's compile cache, shared by the tables' pictures and compile checks."""
+    return CompileCache(output_folder.cache_file().parent / COMPILE_CACHE_FOLDER)
 
 
 def _written(
     paths: list[str],
     tables: dict[str, str],
     titles: Mapping[str, str],
+    output_folder: OutputFolderResource,
     extra: dict[str, object] | None = None,
 ) -> dg.MaterializeResult:
     """Metadata of a table materialisation: the paths, a preview, the pictures, and ``extra``.
@@ -56,7 +68,12 @@ def _written(
     """
     metadata: dict[str, object] = {"files": len(paths), **(extra or {})}
     if paths:
-        metadata |= table_picture_metadata(tables, directory=Path(paths[0]).parent, titles=titles)
+        metadata |= table_picture_metadata(
+            tables,
+            directory=Path(paths[0]).parent,
+            titles=titles,
+            cache=compile_cache(output_folder),
+        )
     for path, stem in zip(paths, sorted(tables), strict=True):
         metadata[f"path_{stem}"] = dg.MetadataValue.path(path)
     first = sorted(tables)[0] if tables else None
@@ -104,7 +121,7 @@ def results_tables(
         tables[stem] = results_table(frame, dataset, confidence_level=analysis.confidence_level)
         titles[stem] = RESULTS_TABLE_TITLE.format(dataset=dataset)
     paths = write_tables(tables, output_folder.tables_dir())
-    return _written(paths, tables, titles)
+    return _written(paths, tables, titles, output_folder)
 
 
 @dg.asset(
@@ -175,7 +192,7 @@ def rank_table(
         )
     }
     titles = {RANK_TABLE_STEM: RANK_TABLE_TITLE}
-    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles)
+    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles, output_folder)
 
 
 @dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
@@ -194,7 +211,7 @@ def tau_table(
         )
     }
     titles = {TAU_TABLE_STEM: TAU_TABLE_TITLE}
-    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles)
+    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles, output_folder)
 
 
 @dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
@@ -217,4 +234,4 @@ def flip_table(
         )
     }
     titles = {FLIP_TABLE_STEM: FLIP_TABLE_TITLE}
-    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles)
+    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles, output_folder)

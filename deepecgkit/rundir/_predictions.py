@@ -61,11 +61,11 @@ def predictions_path(run_dir: str | os.PathLike[str]) -> Path | None:
     with its reason, instead of being passed over silently for the
     ``predictions.txt`` beside it or for "no predictions".
     """
-    directory = Path(run_dir)
+    directory = os.fspath(run_dir)  # strings: a Path per candidate cost more than the lstat
     for name in (PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME):
-        candidate = directory / name
+        candidate = os.path.join(directory, name)
         if os.path.lexists(candidate):
-            return candidate
+            return Path(candidate)
     return None
 
 

@@ -727,12 +727,19 @@ def _sort_key(record: RunRecord) -> tuple:
 def _resolve_duplicates(
     records: list[RunRecord], on_duplicate: str, dropped: list[str]
 ) -> list[RunRecord]:
-    """Apply the duplicate policy; append a diagnostic for every dropped record."""
+    """Apply the duplicate policy; append a diagnostic for every dropped record.
+
+    Duplicates are rare, so the keys are first counted as a set: a grid
+    without any costs no list per record.
+    """
     if on_duplicate == ON_DUPLICATE_ALL:
         return records
+    keys = [_duplicate_key(record) for record in records]
+    if len(set(keys)) == len(keys):
+        return records
     groups: dict[tuple, list[int]] = {}
-    for index, record in enumerate(records):
-        groups.setdefault(_duplicate_key(record), []).append(index)
+    for index, key in enumerate(keys):
+        groups.setdefault(key, []).append(index)
     keep = [True] * len(records)
     losers: list[tuple[int, int]] = []
     for (dataset, model, seed, _), members in groups.items():

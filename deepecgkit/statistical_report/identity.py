@@ -31,6 +31,15 @@ parsed: that message names the file's path), and its predictions are parsed
 from the bytes already read only when a run or pair must be computed
 (:func:`predictions_of`).
 
+A run whose files are unchanged since an earlier build (the same stat
+signature, :mod:`~deepecgkit.statistical_report.file_memo`) is not read
+again: its hashes and facts are recalled from that build's memo, and its
+predictions are read only if its rows must be computed. A caller that has
+already read the runs (the platform's ``discovered_runs``) may pass their
+records: model, dataset, seed and returncode are then taken from a run's
+record while its metrics file still has the record's mtime, instead of
+parsing the metrics file again.
+
 The module reads run directories and never modifies them.
 """
 
@@ -39,9 +48,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +72,13 @@ from deepecgkit.rundir.read import (
     predictions_path,
     read_run,
     read_run_file,
+)
+from deepecgkit.rundir.records import RunRecord
+from deepecgkit.statistical_report.file_memo import (
+    MemoFacts,
+    memo_entry,
+    recalled_facts,
+    stat_signature,
 )
 
 __all__ = [
@@ -103,6 +120,9 @@ DUPLICATE_RUN = "duplicate_run"
 
 #: Files whose SHA-256 the manifest records (the predictions file under its own name).
 HASHED_FILES = (METRICS_FILENAME, METADATA_FILENAME, SPLIT_INFO_FILENAME)
+#: The fields of the metadata (checks 2 and 9) and split files (check 10) the contract reads.
+CHECKED_METADATA_FIELDS = ("params_fingerprint", "error")
+CHECKED_SPLIT_FIELDS = ("n_test", "n_test_groups")
 _MAX_SHOWN = 5
 _MIN_CLASSES = 2
 _MULTILABEL_COLUMN = re.compile(r"y_true_\d+")
@@ -166,7 +186,9 @@ class RunInput:
     seed: int | None = None
     fingerprint: str | None = None
     returncode: int | None = None
+    #: The checked fields of run_metadata.json (CHECKED_METADATA_FIELDS); None when absent.
     metadata: dict[str, Any] | None = None
+    #: The checked fields of split_info.json (CHECKED_SPLIT_FIELDS); None when absent.
     split_info: dict[str, Any] | None = None
     predictions_file: Path | None = None
     frame: pd.DataFrame | None = None
@@ -181,6 +203,8 @@ class RunInput:
     verdict: ContentVerdict | None = None
     #: The predictions' bytes while a known verdict spares their parse (see predictions_of).
     predictions_bytes: bytes | None = None
+    #: The file memo of a run whose files were all read or recalled (for the next build).
+    memo: dict[str, Any] | None = None
 
     def exclude(self, reason: str, detail: str) -> None:
         """Mark the run excluded with ``reason`` (the first failure wins)."""
@@ -240,51 +264,136 @@ def _shown(values: Any) -> str:
     return text + (f" (+{len(items) - _MAX_SHOWN} more)" if len(items) > _MAX_SHOWN else "")
 
 
-def _load(run: RunInput, known: Mapping[str, ContentVerdict]) -> None:
-    """Fill the run from its files; raise ``_Unreadable`` for check 1.
+def _checked_fields(found: dict[str, Any] | None, fields: tuple[str, ...]) -> dict[str, Any] | None:
+    """The ``fields`` a JSON object holds (None when the file is absent)."""
+    return None if found is None else {key: found[key] for key in fields if key in found}
+
+
+def _set_facts(run: RunInput, facts: MemoFacts) -> None:
+    """Fill the run's identity and checked fields from ``facts`` (see :func:`memo_entry`).
+
+    Fields ``facts`` does not hold yet (metadata, split information) are None.
+    """
+    run.model, run.dataset = facts["model"], facts["dataset"]
+    run.seed, run.returncode = facts["seed"], facts["returncode"]
+    run.metadata, run.split_info = facts.get("metadata"), facts.get("split_info")
+    fingerprint = (run.metadata or {}).get("params_fingerprint")
+    run.fingerprint = fingerprint if isinstance(fingerprint, str) and fingerprint else None
+
+
+def _identity_facts(
+    run: RunInput, record: RunRecord | None, metrics_mtime: float | None
+) -> MemoFacts:
+    """Model, dataset, seed and returncode: from ``record`` while its metrics mtime holds.
+
+    Otherwise the metrics file is parsed (:func:`read_run`); ``_Unreadable`` for check 1.
+    """
+    if record is None or metrics_mtime is None or record.mtime != metrics_mtime:
+        found = read_run(run.path)
+        if isinstance(found, UnreadableRun):
+            raise _Unreadable(found.reason)
+        record = found
+    return {
+        "model": record.model,
+        "dataset": record.dataset,
+        "seed": record.seed,
+        "returncode": record.returncode,
+    }
+
+
+def _recall(
+    run: RunInput, memo: Any, known: Mapping[str, ContentVerdict], record: RunRecord | None
+) -> bool:
+    """Fill the run from an earlier build's memo when none of its files changed.
+
+    A run with predictions is recalled only when its file's verdict is known
+    (and was not a parse failure, whose detail names the path); its bytes are
+    then read only if :func:`predictions_of` needs them.
+    """
+    name = None if run.predictions_file is None else run.predictions_file.name
+    if not isinstance(memo, dict) or memo.get("predictions") != name:
+        return False
+    recalled = recalled_facts(memo, os.fspath(run.path), names=HASHED_FILES)
+    if recalled is None:
+        return False
+    files, facts, mtimes = recalled
+    verdict = None
+    if name is not None:
+        verdict = known.get(content_key(name, files[name]))
+        if verdict is None or verdict.reason == UNREADABLE:
+            return False
+        run.predictions_mtime = mtimes[name]
+    if record is not None and record.mtime == mtimes.get(METRICS_FILENAME):
+        facts.update(_identity_facts(run, record, record.mtime))
+    _set_facts(run, facts)
+    run.files, run.verdict = files, verdict
+    run.memo = memo_entry(
+        {key: (value[0], value[1:]) for key, value in memo["files"].items()}, facts
+    )
+    return True
+
+
+def _load(
+    run: RunInput,
+    known: Mapping[str, ContentVerdict],
+    *,
+    record: RunRecord | None = None,
+    memo: Any = None,
+) -> None:
+    """Fill the run from its files (or its unchanged memo); raise ``_Unreadable`` for check 1.
 
     Metadata, split information and predictions are read once each, and
     their recorded hashes are those of the very bytes that were parsed. A
     predictions file whose key is in ``known`` is not parsed: its verdict is
     taken and its bytes kept for :func:`predictions_of`.
     """
-    contents = {}
+    run.predictions_file = predictions_path(run.path)
+    if memo is not None and _recall(run, memo, known, record):
+        return
+    contents, signatures, metrics_mtime = {}, {}, None
     for name in HASHED_FILES:
         found = _read_file(run.path, name)
         contents[name] = None if found is None else found[0]
         if found is not None:
             run.files[name] = hashlib.sha256(found[0]).hexdigest()
-    record = read_run(run.path)
-    if isinstance(record, UnreadableRun):
-        raise _Unreadable(record.reason)
-    run.model, run.dataset = record.model, record.dataset
-    run.seed = record.seed
-    run.returncode = record.returncode
-    run.metadata = _read_object(METADATA_FILENAME, contents[METADATA_FILENAME])
-    run.split_info = _read_object(SPLIT_INFO_FILENAME, contents[SPLIT_INFO_FILENAME])
-    fingerprint = (run.metadata or {}).get("params_fingerprint")
-    run.fingerprint = fingerprint if isinstance(fingerprint, str) and fingerprint else None
-    run.predictions_file = predictions_path(run.path)
+            signatures[name] = stat_signature(found[1])
+            if name == METRICS_FILENAME:
+                metrics_mtime = found[1].st_mtime
+    facts = _identity_facts(run, record, metrics_mtime)
+    _set_facts(run, facts)  # an unparseable JSON file below is reported with the run's identity
+    facts["metadata"] = _checked_fields(
+        _read_object(METADATA_FILENAME, contents[METADATA_FILENAME]), CHECKED_METADATA_FIELDS
+    )
+    facts["split_info"] = _checked_fields(
+        _read_object(SPLIT_INFO_FILENAME, contents[SPLIT_INFO_FILENAME]), CHECKED_SPLIT_FIELDS
+    )
+    facts["predictions"] = None
+    _set_facts(run, facts)
     if run.predictions_file is not None:
-        found = _read_file(run.path, run.predictions_file.name)
+        name = facts["predictions"] = run.predictions_file.name
+        found = _read_file(run.path, name)
         if found is None:
-            raise _Unreadable(f"{run.predictions_file.name}: {REASON_MISSING}")
+            raise _Unreadable(f"{name}: {REASON_MISSING}")
         data, info = found
         digest = hashlib.sha256(data).hexdigest()
-        run.files[run.predictions_file.name] = digest
+        run.files[name] = digest
+        signatures[name] = stat_signature(info)
         run.predictions_mtime = info.st_mtime
-        verdict = known.get(content_key(run.predictions_file.name, digest))
+        verdict = known.get(content_key(name, digest))
         # A parse failure's message names the file's path, so it is never taken as known.
         if verdict is not None and verdict.reason != UNREADABLE:
             run.verdict = verdict
             if verdict.reason is None:
                 run.predictions_bytes = data
-            return
-        try:
-            run.frame = parse_predictions(data, run.predictions_file)
-        except ValueError as exc:
-            run.verdict = ContentVerdict(UNREADABLE, str(exc))
-            raise _Unreadable(str(exc)) from exc
+        else:
+            try:
+                run.frame = parse_predictions(data, run.predictions_file)
+            except ValueError as exc:
+                run.verdict = ContentVerdict(UNREADABLE, str(exc))
+                raise _Unreadable(str(exc)) from exc
+    run.memo = memo_entry(
+        {key: (run.files[key], signature) for key, signature in signatures.items()}, facts
+    )
 
 
 # --- checks 5-8 on the predictions table -------------------------------------------------------
@@ -397,16 +506,35 @@ def _apply_verdict(run: RunInput, verdict: ContentVerdict) -> None:
         run.exclude(verdict.reason, verdict.detail)
 
 
+def _recalled_predictions(run: RunInput, name: str) -> bytes:
+    """The bytes of a recalled run's predictions file, which must still have its recorded hash.
+
+    Raises:
+        ValueError: the file changed or cannot be read since the contract checked it.
+    """
+    try:
+        found = _read_file(run.path, name)
+    except _Unreadable as exc:
+        raise ValueError(f"run {run.run_id}: {exc} since it was checked") from None
+    if found is None or hashlib.sha256(found[0]).hexdigest() != run.files[name]:
+        raise ValueError(
+            f"run {run.run_id}: {name} changed while the report was built; build it again"
+        )
+    return found[0]
+
+
 def predictions_of(run: RunInput) -> ValidPredictions:
     """The validated predictions of an included run, parsed from its kept bytes when needed.
 
     Raises:
         ValueError: the run has no valid predictions (it is not included).
     """
-    if run.data is None and run.predictions_bytes is not None and run.predictions_file:
-        verdict, run.data = _content_verdict(
-            parse_predictions(run.predictions_bytes, run.predictions_file)
-        )
+    valid = run.verdict is not None and run.verdict.reason is None and not run.excluded
+    if run.data is None and valid and run.predictions_file:
+        data = run.predictions_bytes
+        if data is None:  # recalled from the memo: read now, and check it is the file checked
+            data = _recalled_predictions(run, run.predictions_file.name)
+        verdict, run.data = _content_verdict(parse_predictions(data, run.predictions_file))
         if verdict != run.verdict:  # the same bytes and code give the same verdict
             raise ValueError(f"run {run.run_id}: predictions verdict {verdict} != {run.verdict}")
         run.predictions_bytes = None
@@ -519,6 +647,8 @@ def assess_runs(
     *,
     allow_partial: bool,
     known: Mapping[str, ContentVerdict] | None = None,
+    records: Sequence[RunRecord | None] | None = None,
+    memos: Mapping[str, Any] | None = None,
 ) -> list[RunInput]:
     """Apply the identity contract to every discovered run directory.
 
@@ -528,6 +658,11 @@ def assess_runs(
             (exploratory override; never admits a run failing another check).
         known: verdicts of predictions files met before, by :func:`content_key`;
             a file found here is not parsed (its run's ``verdict`` is this one).
+        records: the caller's records of the runs, in ``run_dirs`` order (None
+            for a run without one): a run's model, dataset, seed and returncode
+            are its record's while its metrics file has the record's mtime.
+        memos: file memos of an earlier build by run directory (``str`` of the
+            resolved path); a run whose files are unchanged is not read again.
 
     Returns:
         One :class:`RunInput` per directory, in the given order, with
@@ -537,10 +672,14 @@ def assess_runs(
         known, the bytes :func:`predictions_of` parses on demand.
     """
     known = {} if known is None else known
+    memos = {} if memos is None else memos
     runs = [RunInput(run_id=run_id, path=path) for run_id, path in run_dirs]
-    for run in runs:
+    given = [None] * len(runs) if records is None else list(records)
+    if len(given) != len(runs):
+        raise ValueError(f"{len(given)} records given for {len(runs)} run directories")
+    for run, record in zip(runs, given, strict=True):
         try:
-            _load(run, known)
+            _load(run, known, record=record, memo=memos.get(str(run.path)))
         except _Unreadable as exc:
             run.exclude(UNREADABLE, str(exc))
             continue

@@ -68,6 +68,7 @@ from deepecgkit.io import (
 from deepecgkit.progress import logged_progress
 from deepecgkit.rundir.format import METRICS_FILENAME, PROBABILITY_SUM_TOLERANCE
 from deepecgkit.rundir.read import UnreadableRun, find_run_candidates, is_run_directory
+from deepecgkit.rundir.records import RunRecord
 from deepecgkit.statistical_report.identity import UNREADABLE, RunInput, assess_runs, seed_of
 from deepecgkit.statistical_report.manifest import (
     MANIFEST_FILENAME,
@@ -224,6 +225,34 @@ def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
         )
 
 
+def _resolved_paths(paths: Sequence[Path]) -> list[str]:
+    """``os.path.realpath`` of each path, resolving each distinct parent folder once.
+
+    A normalised absolute path whose last component is not a symbolic link
+    resolves to its parent's real path joined with that name, so a run
+    directory costs one ``lstat`` instead of one per component of its path
+    (20,000 run directories: 20,000 calls rather than 100,000 and more).
+    Any other path is resolved in full.
+    """
+    parents: dict[str, str] = {}
+    resolved = []
+    for path in paths:
+        text = os.fspath(path)
+        parent, name = os.path.split(text)
+        if (
+            not os.path.isabs(text)
+            or os.path.normpath(text) != text
+            or name in ("", ".", "..")
+            or os.path.islink(text)
+        ):
+            resolved.append(os.path.realpath(text))
+            continue
+        if parent not in parents:
+            parents[parent] = os.path.realpath(parent)
+        resolved.append(os.path.join(parents[parent], name))
+    return resolved
+
+
 def _run_ids(roots: list[Path], run_dirs: list[Path]) -> list[tuple[str, Path]]:
     """``(run_id, resolved path)``: paths relative to the roots' common base, POSIX form.
 
@@ -235,19 +264,28 @@ def _run_ids(roots: list[Path], run_dirs: list[Path]) -> list[tuple[str, Path]]:
     A name that is not valid UTF-8 is shown with escapes (see
     :func:`~deepecgkit.io.display_path`).
     """
-    resolved_roots = [root.resolve() for root in roots]
-    base = Path(os.path.commonpath([str(root) for root in resolved_roots]))
+    if not run_dirs:
+        return []
+    resolved_dirs = _resolved_paths(run_dirs)
+    resolved_roots = resolved_dirs if roots is run_dirs else _resolved_paths(roots)
+    base = Path(os.path.commonpath(resolved_roots))
     given_base = Path(os.path.commonpath([os.path.abspath(root) for root in roots]))
     if is_run_directory(base):
         base, given_base = base.parent, given_base.parent
+    # Below the base, a resolved path's id is the rest of its text: both are
+    # normalised real paths, so the rest is already a POSIX relative path.
+    prefix = os.path.join(os.fspath(base), "")
     identified = []
-    for directory in run_dirs:
-        resolved = directory.resolve()
-        if resolved.is_relative_to(base):
-            relative = os.path.relpath(resolved, base)
+    for directory, resolved in zip(run_dirs, resolved_dirs, strict=True):
+        if resolved.startswith(prefix):
+            relative = resolved[len(prefix) :]
         else:
-            relative = os.path.relpath(os.path.abspath(directory), given_base)
-        identified.append((display_path(Path(relative).as_posix()), resolved))
+            relative = Path(
+                os.path.relpath(resolved, base)
+                if resolved == os.fspath(base)
+                else os.path.relpath(os.path.abspath(directory), given_base)
+            ).as_posix()
+        identified.append((display_path(relative), Path(resolved)))
     return identified
 
 
@@ -535,7 +573,8 @@ def _check_sources(
         raise ComparisonError("give the folders to search (roots) or the run directories")
     root_paths = [] if roots is None else _check_roots(roots)
     if run_dirs is not None:
-        return root_paths, [Path(run_dir) for run_dir in run_dirs], []
+        given = [d if isinstance(d, Path) else Path(d) for d in run_dirs]
+        return root_paths, given, []
     found, unlisted = find_run_candidates(root_paths, recursive=True)
     return root_paths, found, unlisted
 
@@ -554,6 +593,7 @@ def statistical_report(
     overwrite: bool = False,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     run_dirs: Sequence[str | os.PathLike[str]] | None = None,
+    records: Sequence[RunRecord] | None = None,
 ) -> ReportResult:
     """Build the statistical report of every run directory under ``roots``.
 
@@ -580,8 +620,13 @@ def statistical_report(
         overwrite: allow writing into a non-empty ``out_dir``.
         seed: seed of every bootstrap (each run and pair reseeds with it, so
             a run's intervals do not depend on the other runs or their order).
-        run_dirs: the run directories to report, found by the caller (the
-            platform passes its ``discovered_runs``); None searches ``roots``.
+        run_dirs: the run directories to report, found by the caller; None
+            searches ``roots``.
+        records: instead of ``run_dirs``, the caller's records of the runs to
+            report (the platform passes its ``discovered_runs``): their
+            ``run_dir`` are reported, and a run's model, dataset, seed and
+            returncode are taken from its record while its metrics file has
+            the record's ``mtime``, instead of reading that file again.
 
     Returns:
         :class:`ReportResult`. When runs were found but none passed the
@@ -592,9 +637,9 @@ def statistical_report(
         FileNotFoundError: a ROOT does not exist.
         FileExistsError: ``out_dir`` is not empty and ``overwrite`` is False
             (checked before any run is read), or is a file.
-        ComparisonError: an invalid setting, neither roots nor run directories,
-            no run directory found, or a ``reference`` that no discovered run
-            names (nothing is written).
+        ComparisonError: an invalid setting, neither roots nor run directories
+            (or both ``run_dirs`` and ``records``), no run directory found, or
+            a ``reference`` that no discovered run names (nothing is written).
     """
     settings = _check_settings(
         bins,
@@ -604,6 +649,10 @@ def statistical_report(
         reference,
         {"allow_partial": allow_partial, "plots": plots, "pdf": pdf, "overwrite": overwrite},
     )
+    if records is not None:
+        if run_dirs is not None:
+            raise ComparisonError("give the run directories (run_dirs) or their records, not both")
+        run_dirs = [record.run_dir for record in records]
     root_paths, found, unlisted = _check_sources(roots, run_dirs)
     out_path = Path(out_dir)
     _check_out_dir(out_path, overwrite)
@@ -624,6 +673,8 @@ def statistical_report(
         _run_ids(naming, found),
         allow_partial=allow_partial,
         known=decode_verdicts(previous.contents),
+        records=records,
+        memos=previous.files,
     )
     reuse.keep_verdicts(runs)
     runs += _unlisted_runs(naming, unlisted)

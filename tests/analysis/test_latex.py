@@ -1323,3 +1323,48 @@ def test_long_names_give_bounded_distinct_file_stems():
     assert len({stems[long_a], stems[long_b]}) == 2
     assert all(len(stem) <= L.MAX_STEM_CHARACTERS for stem in stems.values())
     assert stems[long_a].startswith("a" * 80 + "_")
+
+
+# --- tables longer than a page ------------------------------------------------------------
+
+
+def _rows_body(n_rows: int) -> list[str]:
+    """A header row and ``n_rows - 1`` rows: ``n_rows`` rows in all."""
+    rows = [f"m{i} & ${i}$ \\\\" for i in range(n_rows - 1)]
+    return ["Model & Value \\\\", r"\midrule", *rows]
+
+
+def test_a_table_of_one_page_of_rows_stays_a_float():
+    table = L._wrap_table(_rows_body(L.LONG_TABLE_ROWS), "lc", "C", "tab:x")
+    assert_well_formed(table)
+    assert not L.is_long_table(table)
+
+
+def test_a_longer_table_is_a_longtable_with_its_header_on_every_page():
+    table = L._wrap_table(_rows_body(L.LONG_TABLE_ROWS + 1), "lc", "C", "tab:x", size=r"\small")
+    assert L.is_long_table(table)
+    assert table.startswith("% This table spans pages: load \\usepackage{longtable}")
+    assert r"\begin{table}" not in table
+    lines = table.splitlines()
+    assert lines.count("Model & Value \\\\") == 2  # the first head and the continued head
+    assert lines.index(r"\endfirsthead") < lines.index(r"\endhead") < lines.index("m0 & $0$ \\\\")
+    assert r"\multicolumn{2}{l}{\textit{(continued)}} \\" in lines
+    assert r"\caption{C}\label{tab:x} \\" in lines
+    assert r"\usepackage{longtable}" in L.standalone_document(table)
+    assert r"\usepackage{longtable}" not in L.standalone_document(
+        L._wrap_table(_rows_body(1), "lc", "C", "tab:y")
+    )
+
+
+def test_a_flip_table_of_a_large_sweep_compiles():
+    # 8,550 rows in one float exceeded pdflatex's main memory (the flip table of
+    # 20,000 runs did not compile); as a longtable it compiles page by page.
+    flips = example_flips()
+    copies = 8_550 // len(flips) + 1
+    sweep = pd.concat(
+        [flips.assign(dataset_1=f"set{k:04d}") for k in range(copies)], ignore_index=True
+    )
+    table = L.flip_survival_table(sweep)
+    assert L.is_long_table(table)
+    ok, reason = L.compile_table(table)
+    assert ok, reason

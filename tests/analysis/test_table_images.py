@@ -12,6 +12,7 @@ import io
 import math
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -120,6 +121,34 @@ def test_an_emitted_results_table_renders_the_same_bytes_twice() -> None:
     first = T.render_table_png(table)
     assert first == T.render_table_png(table)
     assert grey(first).shape[1] > pixels(T.MIN_CAPTION_WIDTH_PT, T.DEFAULT_DPI)
+
+
+def test_the_grey_raster_equals_pdftoppms_colour_rendering_made_grey(tmp_path) -> None:
+    """pdftoppm's ``-gray`` raster (what the renderer reads) is its RGB PNG converted to L."""
+    table = tiny_table(cell=r"$\mathcal{N}(0, 1)$ \\ \textit{italic} \\ 0.81")
+    (tmp_path / "table.tex").write_text(T._image_document(table), encoding="utf-8")
+    subprocess.run(
+        [PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "table.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+    )
+    page = ["-f", "2", "-l", "2", "-singlefile", "-r", str(T.DEFAULT_DPI), "table.pdf"]
+    subprocess.run([PDFTOPPM, "-png", *page, "rgb"], cwd=tmp_path, check=True)
+    with Image.open(tmp_path / "rgb.png") as colour:
+        assert colour.mode == "RGB"
+        reference = np.asarray(colour.convert("L"))
+    assert np.array_equal(grey(T.render_table_png(table)), reference)
+
+
+def test_the_picture_is_the_last_page_after_the_checks_copy() -> None:
+    # A table taller than a page: the check's copy takes a page of its own (or
+    # more) before the picture, which must still be the cropped table.
+    rows = "\n".join(f"row {i} \\\\" for i in range(80))
+    values = grey(T.render_table_png(tiny_table(cell=rows)))
+    assert values.shape[0] > pixels(80 * 8, T.DEFAULT_DPI), "all rows, on one cropped page"
+    expected = pixels(T.MIN_CAPTION_WIDTH_PT + 2 * T.BORDER_PT, T.DEFAULT_DPI)
+    assert abs(values.shape[1] - expected) <= SLACK_PX
 
 
 def test_a_table_ending_in_a_comment_still_renders() -> None:

@@ -12,7 +12,9 @@ selection holds a partitioned asset.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,14 +129,94 @@ class Platform:
         return read_stored_frame(self.frames_dir, asset)
 
 
-@pytest.fixture
-def platform(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Platform]:
-    runs, output = tmp_path / "runs", tmp_path / "output"
-    generate_corpus(runs, example_spec())
-    monkeypatch.setenv("DEEPECG_RUNS", str(runs))
-    monkeypatch.setenv("DEEPECG_OUTPUT", str(output))
-    monkeypatch.setenv("DEEPECG_RECURSIVE", "1")
-    home = tmp_path / "dagster_home"
-    home.mkdir()
+#: The folders of a platform under its root: runs, output and the instance's home.
+PLATFORM_FOLDERS = ("runs", "output", "dagster_home")
+
+
+@contextmanager
+def open_platform(root: Path, patch: pytest.MonkeyPatch) -> Iterator[Platform]:
+    """The platform under ``root``, configured through ``patch``; its instance open.
+
+    ``root/runs`` gets the generated demo grid unless it exists already (a
+    copy of another platform's folders, :func:`copy_platform`).
+    """
+    runs, output, home = (root / name for name in PLATFORM_FOLDERS)
+    if not runs.exists():
+        generate_corpus(runs, example_spec())
+    patch.setenv("DEEPECG_RUNS", str(runs))
+    patch.setenv("DEEPECG_OUTPUT", str(output))
+    patch.setenv("DEEPECG_RECURSIVE", "1")
+    home.mkdir(exist_ok=True)
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         yield Platform(runs=runs, output=output, instance=instance)
+
+
+def copy_platform(source: Path, destination: Path) -> Path:
+    """Copy the folders of the (closed) platform under ``source`` to ``destination``.
+
+    The copy's stored frames and instance (runs, events, dataset partitions)
+    are those of the source, so a test that needs a built platform and then
+    changes it starts from one build made once per module; the source's own
+    paths inside stored records (run paths, the discovery cache's keys) are
+    left as they were.
+    """
+    for name in PLATFORM_FOLDERS:
+        if (source / name).exists():
+            shutil.copytree(source / name, destination / name, symlinks=True)
+    return destination
+
+
+@pytest.fixture
+def platform(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Platform]:
+    with open_platform(tmp_path, monkeypatch) as configured:
+        yield configured
+
+
+#: A test module's run config for :func:`built_platform` (a module attribute; none by default).
+BUILT_PLATFORM_RUN_CONFIG = "BUILT_PLATFORM_RUN_CONFIG"
+
+
+@dataclass(frozen=True)
+class BuiltPlatform:
+    """A platform built once for a test module: read it, or open a copy to change it."""
+
+    root: Path
+    #: Its instance is closed after the build: read frames and folders through it.
+    platform: Platform
+    result: BuildResult
+    #: The dataset partitions the instance held after the build.
+    partitions: list[str]
+
+
+@pytest.fixture(scope="module")
+def built_platform(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> BuiltPlatform:
+    """:meth:`Platform.build` of every asset on the demo grid, once per test module.
+
+    Several tests assert different things about one full build; building it
+    once per module instead of once per test is most of those tests' time.
+    The run config is the module's ``BUILT_PLATFORM_RUN_CONFIG`` (none when
+    absent). The environment is set only while the build runs. A test that
+    changes the platform opens a copy (:func:`platform_copy`), never this one.
+    """
+    root = tmp_path_factory.mktemp("built-platform")
+    run_config = getattr(request.module, BUILT_PLATFORM_RUN_CONFIG, None) or {}
+    with pytest.MonkeyPatch.context() as patch, open_platform(root, patch) as platform:
+        result = platform.build(run_config=run_config)
+        partitions = platform.partitions()
+    return BuiltPlatform(root=root, platform=platform, result=result, partitions=partitions)
+
+
+@pytest.fixture
+def platform_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[BuiltPlatform], Platform]]:
+    """Open a copy of a :class:`BuiltPlatform` as this test's platform (its instance open)."""
+    with ExitStack() as stack:
+
+        def open_copy(built: BuiltPlatform) -> Platform:
+            root = copy_platform(built.root, tmp_path / "copy")
+            return stack.enter_context(open_platform(root, monkeypatch))
+
+        yield open_copy

@@ -1,4 +1,8 @@
-"""Materialise the whole graph in-process and compare every stored frame with the library."""
+"""Materialise the whole graph in-process and compare every stored frame with the library.
+
+The tests that read a full build share one per module (``built_platform``);
+those that change it after the build work on a copy of it (``platform_copy``).
+"""
 
 from __future__ import annotations
 
@@ -72,7 +76,7 @@ FRAME_ASSETS = CONTRACT_ASSETS - {
 }
 #: Seconds the ``dagster`` command may take on a loaded machine.
 CLI_TIMEOUT_SECONDS = 300
-CLAIM_CONFIG = {
+BUILT_PLATFORM_RUN_CONFIG = CLAIM_CONFIG = {
     "resources": {
         "analysis": {
             "config": {
@@ -122,11 +126,11 @@ def test_definitions_hold_the_contract() -> None:
             assert node.automation_condition is not None, f"{name} has no automation condition"
 
 
-def test_full_build_matches_the_library(platform) -> None:
-    result = platform.build(run_config=CLAIM_CONFIG)
+def test_full_build_matches_the_library(built_platform) -> None:
+    platform, result = built_platform.platform, built_platform.result
     assert result.success
     assert materialized_keys(result) == CONTRACT_ASSETS
-    assert platform.partitions() == ["afib", "ptbxl", "sleep"]
+    assert built_platform.partitions == ["afib", "ptbxl", "sleep"]
     expected = library_frames(platform.runs)
     for asset in FRAME_ASSETS - {"rank_claims"}:
         stored = platform.frame(asset)
@@ -166,9 +170,9 @@ def test_discovered_runs_round_trip_to_records(platform) -> None:
     assert frame_to_records(stored) == records
 
 
-def test_materialisations_carry_metadata(platform) -> None:
-    result = platform.build()
-    events = materializations(result)
+def test_materialisations_carry_metadata(built_platform) -> None:
+    platform = built_platform.platform
+    events = materializations(built_platform.result)
     for asset in FRAME_ASSETS:
         metadata = events[asset]
         assert "dagster/row_count" in metadata, asset
@@ -201,8 +205,9 @@ def test_materialisations_carry_metadata(platform) -> None:
         assert all(p.startswith("![") and "data:image/png;base64," in p for p in pictures), table
 
 
-def test_one_partition_carries_its_preview(platform) -> None:
-    assert platform.build().success
+def test_one_partition_carries_its_preview(built_platform, platform_copy) -> None:
+    assert built_platform.result.success
+    platform = platform_copy(built_platform)
     result = platform.materialize(["aggregates"], partitions=["ptbxl"])
     assert result.success
     events = [
@@ -215,8 +220,9 @@ def test_one_partition_carries_its_preview(platform) -> None:
     assert "ptbxl" in metadata["preview"].value and "afib" not in metadata["preview"].value
 
 
-def test_flip_table_alone_reuses_the_stored_flip_grid(platform) -> None:
-    assert platform.build().success
+def test_flip_table_alone_reuses_the_stored_flip_grid(built_platform, platform_copy) -> None:
+    assert built_platform.result.success
+    platform = platform_copy(built_platform)
     grid_file = platform.frames_dir / "flip_grid.parquet"
     before = grid_file.stat().st_mtime_ns
     (platform.output / "tables" / "flip_survival.tex").unlink()
@@ -252,8 +258,8 @@ def test_flip_table_alone_reuses_the_stored_flip_grid(platform) -> None:
     assert grid_file.stat().st_mtime_ns == before, "flip_grid was not rewritten"
 
 
-def test_checks_report_with_severities(platform) -> None:
-    evaluations = check_evaluations(platform.build())
+def test_checks_report_with_severities(built_platform) -> None:
+    evaluations = check_evaluations(built_platform.result)
     assert evaluations["no_unreadable_or_failed_runs"].passed
     dropped = evaluations["no_dropped_averaging_minorities"]
     assert not dropped.passed and dropped.severity == dg.AssetCheckSeverity.WARN

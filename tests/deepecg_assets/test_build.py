@@ -26,7 +26,12 @@ import pandas as pd
 import pytest
 
 from deepecg_assets import build
-from deepecg_assets.partitions import DATASET_PARTITIONS
+from deepecg_assets.partitions import (
+    DATASET_PARTITIONS,
+    PARTITIONS_METADATA,
+    dataset_keys,
+    latest_discovery_metadata,
+)
 from deepecg_assets.resources import BUNDLED_CORPUS
 
 MODELS = ("logreg-features", "resnet1d")
@@ -265,6 +270,16 @@ def test_build_writes_the_instance_the_ui_reads(built: Build) -> None:
     shown = re.search(r"\(runs ([0-9a-f-]+), ([0-9a-f-]+)\)", built.stdout)
     assert shown and set(shown.groups()) == {record.dagster_run.run_id for record in records}
     assert sorted(partitions) == sorted(DATASETS)
+
+
+def test_latest_discovery_metadata_is_what_the_build_recorded(built: Build) -> None:
+    with dg.DagsterInstance.from_config(str(built.home)) as instance:
+        metadata = latest_discovery_metadata(instance)
+    assert metadata[PARTITIONS_METADATA] == dataset_keys(DATASETS)
+    assert metadata["diagnostics"] == _diagnostics(built)
+    assert metadata["unreadable_count"] == 1 and metadata["failed_count"] == 1
+    with dg.DagsterInstance.ephemeral() as empty:
+        assert latest_discovery_metadata(empty) == {}
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:

@@ -171,7 +171,7 @@ def _wait_for_backfill(base_url: str, instance: dg.DagsterInstance) -> str:
 
 
 @pytest.fixture(scope="module")
-def clicked(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def materialized_from_the_ui(tmp_path_factory: pytest.TempPathFactory) -> dict:
     if not browser.CHROMIUM_EXECUTABLE.exists():
         pytest.fail(f"no browser at {browser.CHROMIUM_EXECUTABLE}: apt-get install chromium")
     root = tmp_path_factory.mktemp("materialize_all")
@@ -223,23 +223,23 @@ def clicked(tmp_path_factory: pytest.TempPathFactory) -> dict:
     }
 
 
-def test_the_backfill_succeeds(clicked: dict) -> None:
-    assert clicked["status"] == "COMPLETED_SUCCESS"
-    assert clicked["launched"], "the click launched no run"
-    assert all(r.dagster_run.is_success for r in clicked["launched"])
+def test_the_backfill_succeeds(materialized_from_the_ui: dict) -> None:
+    assert materialized_from_the_ui["status"] == "COMPLETED_SUCCESS"
+    assert materialized_from_the_ui["launched"], "the click launched no run"
+    assert all(r.dagster_run.is_success for r in materialized_from_the_ui["launched"])
 
 
-def test_every_asset_is_materialised_again(clicked: dict) -> None:
+def test_every_asset_is_materialised_again(materialized_from_the_ui: dict) -> None:
     stale = [
         key.to_user_string()
-        for key, event in clicked["latest"].items()
-        if event is None or event.timestamp < clicked["clicked_at"]
+        for key, event in materialized_from_the_ui["latest"].items()
+        if event is None or event.timestamp < materialized_from_the_ui["clicked_at"]
     ]
     assert not stale, f"not materialised by the backfill: {stale}"
-    assert clicked["keys"] == set(_DATASETS)
-    for name, materialised in clicked["partitions"].items():
-        assert materialised == clicked["keys"], name
+    assert materialized_from_the_ui["keys"] == set(_DATASETS)
+    for name, materialised in materialized_from_the_ui["partitions"].items():
+        assert materialised == materialized_from_the_ui["keys"], name
 
 
-def test_outputs_equal_the_build(clicked: dict) -> None:
-    assert clicked["rebuilt"] == clicked["built"]
+def test_outputs_equal_the_build(materialized_from_the_ui: dict) -> None:
+    assert materialized_from_the_ui["rebuilt"] == materialized_from_the_ui["built"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -279,3 +280,115 @@ def test_candidate_paths_are_the_keys_discovery_uses(
         state = scan_tree_state(root, cache=cache)
         assert cache.misses == 2 and cache.hits == 0, "the scan found discovery's entries"
         assert [entry.path for entry in state.entries] == ["runs/a_seed0", "runs/deep/b_seed0"]
+
+
+# --- a warm refresh decodes and writes back what it must, and no more ---------------------------
+
+
+def reference_line(record: RunRecord) -> str:
+    """A saved line encoded from scratch as the format defines it (not by the cache's code)."""
+    info = os.stat(record.run_dir / METRICS_FILENAME)
+    data = {**record._asdict(), "run_dir": str(record.run_dir), "suspect": list(record.suspect)}
+    fields = [json.dumps(str(record.run_dir)), str(info.st_mtime_ns), str(info.st_size)]
+    return "\t".join([*fields, json.dumps(record.dataset), json.dumps(data)])
+
+
+def same_record(left: RunRecord, right: RunRecord) -> bool:
+    """Equal field by field and type by type, NaN metrics equal to NaN."""
+    metrics = [(k, repr(v), type(v)) for k, v in left.metrics.items()]
+    return (
+        left._replace(metrics={}) == right._replace(metrics={})
+        and metrics == [(k, repr(v), type(v)) for k, v in right.metrics.items()]
+        and [type(value) for value in left] == [type(value) for value in right]
+    )
+
+
+def odd_runs(root: Path) -> list[Path]:
+    """Runs with a set-aside value (a suspect note and a NaN metric), an odd dataset, and none."""
+    runs = [
+        write_run_directory(
+            root / "a_seed0",
+            model="cnn",
+            dataset="afib",
+            metrics={"accuracy": 0.5, "f1": 1.5, "auroc": math.nan},
+            seed=0,
+        ),
+        make(root, "b_seed1", 'quote"d', 1, f1=0.25),
+        make(root / "deep", "c_seed2", "é-ü", 2),
+    ]
+    half_written(root, "d_seed3")
+    return runs
+
+
+def warm_refresh(root: Path, cache_file: Path) -> tuple[RunCache, list[RunRecord]]:
+    """What the discovery asset does: load, discover through the cache, prune, save."""
+    cache = RunCache.load(cache_file)
+    records, _ = discover_runs(root, recursive=True, reader=cache.read)
+    cache.prune_unvisited()
+    cache.save()
+    return cache, records
+
+
+def test_a_warm_save_writes_the_same_bytes_and_re_encodes_a_changed_run(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    runs = odd_runs(root)
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    before = cache_file.read_bytes()
+    lines = before.decode("utf-8").splitlines()
+    expected = sorted(reference_line(read_run(run)) for run in runs)  # type: ignore[arg-type]
+    assert [line for line in lines if not line.endswith('"')] == [lines[0], *expected]
+
+    cache, records = warm_refresh(root, cache_file)
+    assert cache.hits == 4 and cache.misses == 0 and cache.damaged == 0
+    assert cache_file.read_bytes() == before, "an unchanged refresh rewrites the same bytes"
+    fresh = sorted((read_run(run) for run in runs), key=lambda r: str(r.run_dir))
+    ordered = sorted(records, key=lambda r: str(r.run_dir))
+    assert all(same_record(a, b) for a, b in zip(ordered, fresh, strict=True))  # type: ignore[arg-type]
+
+    make(root, "b_seed1", 'quote"d', 1, f1=0.75)
+    os.utime(root / "b_seed1" / METRICS_FILENAME, ns=(10**9, 10**9))
+    cache, _ = warm_refresh(root, cache_file)
+    assert cache.hits == 3 and cache.misses == 1
+    after = cache_file.read_text(encoding="utf-8").splitlines()
+    changed = reference_line(read_run(root / "b_seed1"))  # type: ignore[arg-type]
+    assert [line for line in after if line not in lines] == [changed]
+    assert [line for line in lines if line not in after] == [
+        line for line in lines if line.startswith(json.dumps(str(root / "b_seed1")))
+    ]
+
+
+def test_an_unchanged_hit_is_written_back_as_it_was(tmp_path: Path) -> None:
+    """A hit's saved text is not re-encoded, even when another tool spaced it differently."""
+    root = tmp_path / "runs"
+    run = make(root, "a_seed0", "afib", 0)
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    header, line = cache_file.read_text(encoding="utf-8").splitlines()
+    head, tab, text = line.rpartition("\t")
+    compact = head + tab + json.dumps(json.loads(text), separators=(",", ":"))
+    cache_file.write_text(f"{header}\n{compact}\n", encoding="utf-8")
+
+    cache, records = warm_refresh(root, cache_file)
+    assert cache.hits == 1 and same_record(records[0], read_run(run))  # type: ignore[arg-type]
+    assert cache_file.read_text(encoding="utf-8") == f"{header}\n{compact}\n"
+
+
+def test_a_hit_holds_the_looked_up_path_and_converts_foreign_values(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    run = make(root, "a_seed0", "afib", 0)
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    cache = RunCache.load(cache_file)
+    record = cache.read(run)
+    assert record.run_dir is run, "no second Path is parsed for a hit"
+    assert isinstance(record, RunRecord) and same_record(record, read_run(run))  # type: ignore[arg-type]
+
+    # A line another tool wrote: a null (NaN) and an integer metric, a path spelt otherwise.
+    header, line = cache_file.read_text(encoding="utf-8").splitlines()
+    head, tab, text = line.rpartition("\t")
+    data = json.loads(text)
+    data.update(run_dir=f"{root}/./a_seed0", metrics={"f1": None, "auroc": 1}, suspect=["x"])
+    cache_file.write_text(f"{header}\n{head}{tab}{json.dumps(data)}\n", encoding="utf-8")
+    foreign = RunCache.load(cache_file).read(run)
+    assert isinstance(foreign, RunRecord) and foreign.run_dir == run
+    assert foreign.suspect == ("x",)
+    assert math.isnan(foreign.metrics["f1"]) and foreign.metrics["auroc"] == 1.0
+    assert type(foreign.metrics["auroc"]) is float

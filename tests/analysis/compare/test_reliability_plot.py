@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from deepecgkit.statistical_report.reliability_plot import (
+    PNG_COMPRESS_LEVEL,
     PNG_DPI,
     reliability_figure,
     render_reliability,
@@ -37,7 +38,13 @@ def _fresh_png(rows: pd.DataFrame, bins: int, title: str) -> bytes:
     """What the report saved before figures were reused: a new figure per run."""
     figure = reliability_figure(rows, bins, title=title)
     png = io.BytesIO()
-    figure.savefig(png, format="png", dpi=PNG_DPI, metadata={"Title": title})
+    figure.savefig(
+        png,
+        format="png",
+        dpi=PNG_DPI,
+        metadata={"Title": title},
+        pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL},
+    )
     return png.getvalue()
 
 
@@ -90,3 +97,23 @@ def test_pdf_only_on_request(pdf: bool) -> None:
     assert list(rendered) == (["png", "pdf"] if pdf else ["png"])
     if pdf:
         assert rendered["pdf"].startswith(b"%PDF")
+
+
+def test_legend_sits_above_the_panels_where_no_data_passes() -> None:
+    """The legend is drawn once per layout, so it must lie outside every panel."""
+    bins, seed, empty_share, title = CASES[0]
+    figure = reliability_figure(_rows(bins, seed, empty_share=empty_share), bins, title=title)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    upper = figure.axes[0]
+    legend = upper.get_legend().get_window_extent(renderer)
+    assert legend.y0 >= upper.get_window_extent(renderer).y1
+    assert legend.y1 <= figure.texts[0].get_window_extent(renderer).y0  # below the title
+
+
+def test_png_is_500_by_600_pixels() -> None:
+    """5 x 6 inches at 100 dpi: legible, and a third of the pixels of 150 dpi to encode."""
+    bins, seed, empty_share, title = CASES[1]
+    png = render_reliability(_rows(bins, seed, empty_share=empty_share), bins, title=title)["png"]
+    with Image.open(io.BytesIO(png)) as image:
+        assert image.size == (500, 600)

@@ -78,10 +78,15 @@ def test_steps_run_on_the_workers_and_build_the_in_process_outputs(
         keys = list(event.asset_materialization.metadata[PARTITIONS_METADATA].value)
         order = sync_dataset_partitions(instance, keys, frames_dir=shared_frames)
     assert order, "discovery found datasets"
-    cli_pids.append(materialize(",".join(PER_DATASET_ASSETS), f"{order[0]}...{order[-1]}"))
+    per_dataset = ",".join(PER_DATASET_ASSETS)
+    cli_pids.append(materialize(per_dataset, f"{order[0]}...{order[-1]}"))
     every = {key.to_user_string() for key in defs.resolve_all_asset_keys()}
-    rest = sorted(every - set(PER_DATASET_ASSETS) - {DISCOVERY_ASSET})
-    cli_pids.append(materialize(",".join(rest)))
+    rest = ",".join(sorted(every - set(PER_DATASET_ASSETS) - {DISCOVERY_ASSET}))
+    cli_pids.append(materialize(rest))
+    readme = (scaleout.REPO_ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
+    assert all(f"\n{selection}\n" in readme for selection in (per_dataset, rest)), (
+        "deploy/README.md shows other selections than the commands this test runs"
+    )
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         records = sorted(instance.get_run_records(), key=lambda record: record.create_timestamp)

@@ -14,15 +14,17 @@ waited for until every asset is current:
    side, and the cross-dataset assets once, after both.
 
 What Dagster stored is read with psycopg2 straight from the database, not
-through Dagster: the runs (launched before the other ended, from their end times and the
-queue's events),
-the event log (which run materialised what), the sensor ticks. The output
+through Dagster: the runs (the dataset runs of one refresh launched before
+any of them ended, from the queue's events; every run with the cross-dataset assets
+carries the tag the queue limits to one run at a time, and none overlapped
+another), the event log (which run materialised what), the sensor ticks. The output
 folder must equal, byte for byte, a build of the same runs on an SQLite
 instance.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -37,7 +39,7 @@ import pytest
 
 from deepecg_assets.definitions import defs
 from deepecg_assets.partitions import PER_DATASET_ASSETS, dataset_key
-from deepecg_assets.sensors import SENSOR_INTERVAL_ENV
+from deepecg_assets.sensors import COMBINES_TAG, SENSOR_INTERVAL_ENV
 from tests.deepecg_assets.scaleout.conftest import SMALL_CORPUS_DATASETS
 
 #: They start servers and build the corpus more than once (tens of seconds).
@@ -59,8 +61,12 @@ QUEUED_RUN_EVENTS = {
 MATERIALIZATION = dg.DagsterEventType.ASSET_MATERIALIZATION.value
 #: Seconds between sensor ticks in the test (the default is a minute).
 TEST_SENSOR_INTERVAL = "1"
-#: Seconds one refresh may take before the test gives up on it.
-BUILD_TIMEOUT_SECONDS = 300
+#: Seconds a call of the daemon to its code server may take (Dagster's default is 60). On a
+#: loaded 2-core machine launching a run took longer once and failed the run, not the code.
+GRPC_TIMEOUT_SECONDS = "180"
+#: Seconds one refresh may take before the test gives up on it (a bound on failing: under a
+#: load of 20 on the 2-core machine the first build took over 300 s).
+BUILD_TIMEOUT_SECONDS = 600
 POLL_SECONDS = 0.5
 #: The bundled run added after the first build (a fourth seed of one cell).
 ADDED_PREFIX, ADDED_SEED = "logreg-features_synthetic-long-pr", 3
@@ -144,17 +150,39 @@ def _in_flight_together(cursor, runs: list[Run]) -> bool:
     return max(float(t) for t in launched.values()) < min(run.end for run in runs)
 
 
+def _tagged(cursor, runs: list[Run], key: str) -> set[str]:
+    """The ids of those of ``runs`` that carry the tag ``key``."""
+    cursor.execute(
+        "SELECT run_id FROM run_tags WHERE key = %s AND run_id IN %s",
+        (key, tuple(run.run_id for run in runs)),
+    )
+    return {run_id for (run_id,) in cursor.fetchall()}
+
+
+def _one_at_a_time(runs: list[Run]) -> bool:
+    """No two of ``runs`` were in progress at once (each started after the previous ended)."""
+    ordered = sorted(runs, key=lambda run: run.start)
+    return all(later.start >= earlier.end for earlier, later in itertools.pairwise(ordered))
+
+
 def test_daemon_builds_and_refreshes_in_parallel_on_postgres_like_sqlite(
-    tmp_path, small_corpus, postgres_server, reference_build, scaleout
+    tmp_path, small_corpus, postgres_server, reference_build, scaleout, monkeypatch
 ) -> None:
     home, output = tmp_path / "dagster_home", tmp_path / "pg_output"
     home.mkdir()
     shutil.copy(scaleout.REPO_ROOT / "deploy" / "dagster.yaml", home / "dagster.yaml")
+    for name, value in postgres_server.dagster_env().items():
+        monkeypatch.setenv(name, value)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        queue = instance.run_coordinator.get_run_queue_config()
+    assert queue.max_concurrent_runs > 1
+    assert {"key": COMBINES_TAG, "limit": 1} in queue.tag_concurrency_limits
     env = scaleout.server_env(
         DAGSTER_HOME=str(home),
         DEEPECG_RUNS=str(small_corpus),
         DEEPECG_OUTPUT=str(output),
         **{SENSOR_INTERVAL_ENV: TEST_SENSOR_INTERVAL},
+        DAGSTER_GRPC_TIMEOUT_SECONDS=GRPC_TIMEOUT_SECONDS,
         **postgres_server.dagster_env(),
     )
     log = tmp_path / "daemon.log"
@@ -254,6 +282,11 @@ def test_daemon_builds_and_refreshes_in_parallel_on_postgres_like_sqlite(
         assert (
             set().union(*(materialized[r.run_id] for r in phase(dataset_runs, end))) == EVERY_ASSET
         )
+    combining = [r for r in runs if materialized[r.run_id] & COMBINES]
+    assert _tagged(cursor, combining, COMBINES_TAG) == {r.run_id for r in combining}, (
+        "a run with the cross-dataset assets escaped the queue's limit"
+    )
+    assert _one_at_a_time(combining), f"two runs of the combines at once: {combining}"
     assert phase([refresh], parallel[0].id) == [refresh], "the refresh needed no other run"
     assert materialized[refresh.run_id] == EVERY_ASSET, "the refresh: its dataset and the combines"
     cursor.execute(

@@ -1,0 +1,156 @@
+"""What the report read of each run directory, keyed by the stat of every file it read.
+
+A refresh of the report after one new run would otherwise open, read and
+SHA-256 every file of every run again (20,000 runs: 60,000 files and more)
+only to learn what the previous build already knew. The reuse cache
+(:mod:`~deepecgkit.statistical_report.reuse`) therefore keeps, per run
+directory, a **file memo**: for each file the identity contract read, its
+SHA-256 and its stat signature (size, mtime in nanoseconds, inode, ctime in
+nanoseconds, device), and the facts the contract took from the files
+(model, dataset, seed, returncode, and the fields of the metadata and split
+files it checks).
+
+A memo is recalled only when every recorded file still has its signature,
+every file recorded as absent is still absent (no entry of that name, of
+any type), and the predictions file is still the one recorded with a known
+verdict. Any difference, or any ``stat`` that fails, makes the run a miss:
+it is read in full, exactly as on a clean build, so every exclusion reason
+and its detail come from the files themselves. A rewrite of the same size
+changes the mtime and ctime; a write through ``rename`` changes the inode;
+``chmod`` changes the ctime. The one write a signature cannot see is one
+that lands in the same timestamp tick as the file's recorded mtime, keeps
+its size and inode, and happens after the report read the file (the
+"racy" case of git's index); the run writers of this project write a new
+file and rename it, which changes the inode.
+
+Rows stay keyed by content hashes (the run keys of ``reuse.py``); a memo
+only saves re-reading and re-hashing, so a recalled run has the very
+``files`` hashes a clean build records. Every value of a memo is plain
+JSON, and the memo kept is a function of the files' state, so the cache of
+an incremental build equals a clean build's byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "MemoFacts",
+    "file_signature",
+    "memo_entry",
+    "recalled_facts",
+    "stat_signature",
+]
+
+#: What a memo records of each file: ``[sha256, *stat signature]``.
+MemoFile = list[Any]
+#: The facts of a memo: model, dataset, seed, returncode, metadata, split_info, predictions.
+MemoFacts = dict[str, Any]
+#: Keys of a memo entry's facts, and the JSON types each may hold.
+_FACT_TYPES: dict[str, tuple[type, ...]] = {
+    "model": (str,),
+    "dataset": (str,),
+    "seed": (int, type(None)),
+    "returncode": (int, type(None)),
+    "metadata": (dict, type(None)),
+    "split_info": (dict, type(None)),
+    "predictions": (str, type(None)),
+}
+_SIGNATURE_LENGTH = 5
+
+
+def stat_signature(info: os.stat_result) -> list[int]:
+    """``[size, mtime_ns, inode, ctime_ns, device]`` of a stat result."""
+    return [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, info.st_dev]
+
+
+def file_signature(path: str) -> tuple[list[int], float] | None:
+    """The stat signature and float mtime of a regular file; None when ``stat`` fails or not one."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return stat_signature(info), info.st_mtime
+
+
+def memo_entry(files: Mapping[str, tuple[str, list[int]]], facts: MemoFacts) -> dict[str, Any]:
+    """A run's memo: ``files`` maps each file read to ``(sha256, stat signature)``.
+
+    ``facts`` holds model, dataset, seed, returncode, the checked ``metadata``
+    and ``split_info`` fields (None for an absent file) and ``predictions``
+    (the predictions file's name, or None).
+    """
+    return {
+        "files": {name: [digest, *signature] for name, (digest, signature) in files.items()},
+        **{key: facts[key] for key in _FACT_TYPES},
+    }
+
+
+def _well_formed(entry: Any) -> bool:
+    """Whether a memo read back from the cache has the layout :func:`memo_entry` writes.
+
+    A signature's numbers are not checked one by one: one that is not the
+    file's stat (of whatever type) differs from it, and the run is a miss.
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get("files"), dict):
+        return False
+    for recorded in entry["files"].values():
+        if (
+            type(recorded) is not list
+            or len(recorded) != 1 + _SIGNATURE_LENGTH
+            or type(recorded[0]) is not str
+        ):
+            return False
+    return all(
+        key in entry
+        and isinstance(entry[key], kinds)
+        and not (isinstance(entry[key], bool) and bool not in kinds)
+        for key, kinds in _FACT_TYPES.items()
+    )
+
+
+def recalled_facts(
+    entry: Any, directory: str, *, names: Iterable[str]
+) -> tuple[dict[str, str], MemoFacts, dict[str, float]] | None:
+    """The hashes, facts and file mtimes of an unchanged run; None when anything changed.
+
+    Args:
+        entry: the run's memo from the cache (any value: a malformed one is a miss).
+        directory: the run directory.
+        names: the file names whose presence the contract depends on, in the
+            order their hashes are recorded (the predictions file's name is
+            taken from the memo and must still be the one
+            :func:`~deepecgkit.rundir.read.predictions_path` finds; the caller checks that).
+
+    Returns:
+        ``(files, facts, mtimes)``: ``files`` maps each present file to its
+        SHA-256 in the order a full read records them (the given names, then
+        the predictions file), ``mtimes`` each present file to its ``st_mtime``.
+    """
+    if not _well_formed(entry):
+        return None
+    recorded: dict[str, MemoFile] = entry["files"]
+    predictions = entry["predictions"]
+    ordered = [*names, *([predictions] if predictions is not None else [])]
+    if set(recorded) - set(ordered) or (predictions is not None and predictions not in recorded):
+        return None
+    files: dict[str, str] = {}
+    mtimes: dict[str, float] = {}
+    for name in ordered:
+        path = os.path.join(directory, name)
+        if name not in recorded:
+            if os.path.lexists(path):
+                return None
+            continue
+        found = file_signature(path)
+        if found is None or found[0] != recorded[name][1:]:
+            return None
+        files[name] = recorded[name][0]
+        mtimes[name] = found[1]
+    facts = {key: entry[key] for key in _FACT_TYPES}
+    return files, facts, mtimes
