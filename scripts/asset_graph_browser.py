@@ -363,21 +363,27 @@ def serve_webserver(
         _stop_process_group(process)
 
 
-def _wait_until_answering(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    """Poll ``url`` until it answers, the server exits, or the start timeout passes."""
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+def _wait_until_answering(
+    url: str,
+    process: subprocess.Popen[bytes],
+    log_path: Path,
+    *,
+    timeout_s: float = SERVER_START_TIMEOUT_S,
+    server: str = "dagster-webserver",
+) -> None:
+    """Poll ``url`` until it answers, ``server`` exits, or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
     while True:
         if _server_answers(url):
             return
         returncode = process.poll()
         if returncode is not None:
             log = log_path.read_text(encoding="utf-8", errors="replace")
-            raise WebserverError(f"dagster-webserver exited with {returncode}:\n{_tail(log)}")
+            raise WebserverError(f"{server} exited with {returncode}:\n{_tail(log)}")
         if time.monotonic() > deadline:
             log = log_path.read_text(encoding="utf-8", errors="replace")
             raise WebserverError(
-                f"dagster-webserver did not answer {url} within "
-                f"{SERVER_START_TIMEOUT_S:.0f} s:\n{_tail(log)}"
+                f"{server} did not answer {url} within {timeout_s:.0f} s:\n{_tail(log)}"
             )
         time.sleep(POLL_INTERVAL_S)
 

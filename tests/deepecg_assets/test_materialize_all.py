@@ -18,7 +18,6 @@ backfill policy, the daemon), not the statistics. Marked slow: it starts
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -29,7 +28,6 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import dagster as dg
 import pytest
@@ -38,11 +36,12 @@ from deepecg_assets.build import materialize_everything
 from deepecg_assets.definitions import defs
 from deepecg_assets.partitions import DATASETS, PER_DATASET_ASSETS
 from deepecg_assets.resources import BUNDLED_CORPUS
+from deepecg_assets.sensors import IN_FLIGHT_STATUSES
+from tests.deepecg_assets.graph_browser import browser
 from tests.deepecg_assets.output_trees import tree_bytes
 
 pytestmark = pytest.mark.slow
 
-_HELPER_PATH = Path(__file__).resolve().parents[2] / "scripts" / "asset_graph_browser.py"
 #: The slice of the bundled corpus the test builds.
 _MODELS = ("logreg-features", "simple-cnn")
 _DATASETS = ("synthetic-irregular-rr", "synthetic-long-pr")
@@ -57,28 +56,6 @@ _GRPC_TIMEOUT_S = "600"
 _BACKFILLS_QUERY = (
     "{ partitionBackfillsOrError { ... on PartitionBackfills { results { id status } } } }"
 )
-_UNFINISHED = (
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-)
-
-
-def _load_helper() -> ModuleType:
-    """Import ``scripts/asset_graph_browser.py``, which is not in a package."""
-    name = "asset_graph_browser"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, _HELPER_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-browser = _load_helper()
 
 
 #: The output folders the comparison covers (caches and the report's log are not results).
@@ -116,12 +93,13 @@ def _dagster_dev(environment: dict[str, str], log_path: Path) -> Iterator[str]:
         )
     base_url = f"http://{browser.LOCALHOST}:{port}"
     try:
-        deadline = time.monotonic() + _START_TIMEOUT_S
-        while not browser._server_answers(f"{base_url}/server_info"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                log = log_path.read_text(encoding="utf-8", errors="replace")
-                raise AssertionError(f"dagster dev did not come up:\n{log[-4000:]}")
-            time.sleep(_POLL_S)
+        browser._wait_until_answering(
+            f"{base_url}/server_info",
+            process,
+            log_path,
+            timeout_s=_START_TIMEOUT_S,
+            server="dagster dev",
+        )
         yield base_url
     finally:
         browser._stop_process_group(process)
@@ -163,7 +141,9 @@ def _wait_for_backfill(base_url: str, instance: dg.DagsterInstance) -> str:
     while time.monotonic() < deadline:
         backfills = _graphql(base_url, _BACKFILLS_QUERY)["partitionBackfillsOrError"]["results"]
         status = backfills[0]["status"] if backfills else "none"
-        idle = not instance.get_run_records(filters=dg.RunsFilter(statuses=list(_UNFINISHED)))
+        idle = not instance.get_run_records(
+            filters=dg.RunsFilter(statuses=list(IN_FLIGHT_STATUSES))
+        )
         if status not in ("none", "REQUESTED") and idle:
             return status
         time.sleep(_POLL_S)

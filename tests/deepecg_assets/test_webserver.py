@@ -17,16 +17,13 @@ one page).
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import socket
 import struct
-import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from matplotlib import image as mpimg
@@ -37,10 +34,10 @@ from deepecg_assets.partitions import PER_DATASET_ASSETS
 from deepecg_assets.resources import BUNDLED_CORPUS
 from deepecgkit.datasets.synthetic import CONTRAST_DATASETS
 from deepecgkit.io import atomic_write_bytes
+from tests.deepecg_assets.graph_browser import browser
 
 pytestmark = pytest.mark.slow
 
-_HELPER_PATH = Path(__file__).resolve().parents[2] / "scripts" / "asset_graph_browser.py"
 #: The eight bytes every PNG file starts with.
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: Status line a node shows once the UI has read its materialisation.
@@ -57,23 +54,6 @@ _IMAGES_LOADED_SCRIPT = (
 _DECODED_IMAGES_SCRIPT = """(element) => Array.from(element.querySelectorAll('img'))
     .filter((img) => img.complete && img.naturalWidth > 0)
     .map((img) => [img.naturalWidth, img.naturalHeight])"""
-
-
-def _load_helper() -> ModuleType:
-    """Import ``scripts/asset_graph_browser.py``, which is not in a package."""
-    name = "asset_graph_browser"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, _HELPER_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Registered before running it: dataclasses look their module up by name.
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-browser = _load_helper()
 
 
 def _expected_names() -> list[str]:
