@@ -10,6 +10,7 @@ import os
 import pickle
 import pwd
 import shutil
+import signal
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -270,3 +271,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.nodeid in groups or item.get_closest_marker(SLOW_MARKER) is not None:
             early_modules.add(item.nodeid.split("::", 1)[0])
     items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in early_modules)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Let the servers and daemons the tests start be stopped by SIGTERM, wherever pytest runs.
+
+    A shell's background job starts with SIGINT ignored, and an ignored signal
+    is inherited. Every Dagster process maps SIGTERM to SIGINT's handler
+    (``dagster._utils.interrupts.setup_interrupt_handlers``), so under such a
+    pytest the daemons, code servers and run processes the tests start would
+    ignore SIGTERM, and so would the ``tail`` processes that capture their
+    steps' output: each run then waits a minute to stop them and leaves them
+    running (see ``deepecg_assets.distributed.dask_setup``). Python's own
+    SIGINT handler, which is not inherited, puts things back as in a terminal.
+    """
+    del config
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

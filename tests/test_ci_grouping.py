@@ -1,4 +1,4 @@
-"""The test suite's xdist grouping works with the installed pytest and pytest-xdist.
+"""How ``.ci/run`` starts the suite: its xdist grouping works, and a background job is no trap.
 
 ``.ci/run`` runs ``pytest -n 2 --dist loadgroup``, and ``tests/conftest.py``
 adds an ``xdist_group`` mark to every test of a slow shared fixture so that
@@ -12,6 +12,7 @@ subprocess exactly as CI does and checks that one group lands on one worker.
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +57,56 @@ def test_tests_of_one_group_run_on_one_worker(tmp_path: Path) -> None:
     assert len(workers) == 2 * GROUPED_TESTS, completed.stdout
     grouped = {workers[f"test_grouped_{i}"] for i in range(GROUPED_TESTS)}
     assert len(grouped) == 1, f"one group ran on {sorted(grouped)}:\n{completed.stdout}"
+
+
+#: The suite's own conftest, whose ``pytest_configure`` a small suite borrows.
+SUITE_CONFTEST = Path(__file__).with_name("conftest.py")
+
+_BORROWING_CONFTEST = f"""
+import importlib.util
+import sys
+
+_spec = importlib.util.spec_from_file_location("suite_conftest", {str(SUITE_CONFTEST)!r})
+_suite = sys.modules["suite_conftest"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_suite)
+pytest_configure = _suite.pytest_configure
+"""
+
+_CHILD_SIGNALS_TEST = """
+import signal
+import subprocess
+
+
+def test_a_child_does_not_ignore_sigint():
+    status = subprocess.run(
+        ["cat", "/proc/self/status"], capture_output=True, text=True, check=True
+    ).stdout
+    line = next(line for line in status.splitlines() if line.startswith("SigIgn"))
+    ignored = int(line.split()[1], 16)
+    assert not ignored & (1 << (signal.SIGINT - 1))
+"""
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_a_suite_started_with_sigint_ignored_starts_children_that_do_not_ignore_it(
+    tmp_path: Path,
+) -> None:
+    """As from ``.ci/run &``: without the suite's hook, every Dagster process a test
+    started would also ignore SIGTERM (see ``tests/conftest.py``)."""
+    if not Path("/proc/self/status").exists():
+        return
+    (tmp_path / "conftest.py").write_text(_BORROWING_CONFTEST, encoding="utf-8")
+    (tmp_path / "test_child.py").write_text(_CHILD_SIGNALS_TEST, encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        preexec_fn=_ignore_sigint,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
