@@ -24,6 +24,17 @@ also need the state of each dataset's runs: :meth:`RunCache.dataset_digests`
 gives the same short digest per dataset over the runs the cache visited.
 Each saved line carries its run's dataset in a field of its own, so a
 sensor tick learns every run's dataset without decoding its record.
+
+A warm refresh of the platform wants the records *frame*, whose metrics
+column is each record's metrics as JSON text. Each saved line therefore
+keeps a record's metrics as a field of its own, exactly the text
+``json.dumps`` gave for the parsed metrics, and the header holds the
+SHA-256 of the body: when it matches, every line is as :meth:`RunCache.save`
+wrote it, and :meth:`RunCache.read_encoded` hands an unchanged run's saved
+texts on without decoding its numbers (and :meth:`RunCache.save` writes its
+line back as it was). When it does not (a file another tool edited, or
+damaged), every record is decoded, checked and encoded again as it is used,
+and a damaged line is dropped, its run parsed again: never a wrong record.
 """
 
 from __future__ import annotations
@@ -245,25 +256,16 @@ class _Entry:
                 self._result = UnreadableRun(run_dir, reason)
         return self._result
 
-    def encoded(self, run_dir: str, fields: Any = None) -> EncodedRecord | UnreadableRun:
-        """The cached result with its metrics as JSON text (see :class:`EncodedRecord`).
+    def encoded(self, run_dir: str) -> EncodedRecord | UnreadableRun:
+        """The decoded result with its metrics encoded again (see :class:`EncodedRecord`).
 
-        A trusted saved record (:meth:`pending`) is decoded without its
-        metrics, whose saved text is ``json.dumps`` of the very metrics
-        parsed; ``fields`` is its record text already decoded (a caller
-        decodes many in one call). Any other result is decoded in full and
-        its metrics encoded again, so both give what
-        ``encoded_record(result)`` gives. ``ValueError`` and friends when
-        the saved text is damaged.
+        For every entry but a :meth:`pending` one, whose record text
+        :meth:`RunCache.read_encoded` decodes with all the others and whose
+        metrics text it uses as saved (``json.dumps`` of the very metrics
+        parsed): both give what ``encoded_record(result)`` gives.
+        ``ValueError`` and friends when the saved text is damaged.
         """
-        if self.pending():
-            text, metrics = self.saved_texts()
-            data = _saved_fields(text if fields is None else fields)
-            if data["dataset"] != self.dataset or metrics is None:
-                raise ValueError("the saved dataset field disagrees with the record")
-            return EncodedRecord(run_dir=run_dir, metrics=metrics, **data)
-        result = self.result(Path(run_dir))
-        return encoded_record(result) if isinstance(result, RunRecord) else result
+        return _encoded(self.result(Path(run_dir)))
 
     def line(self, path: str) -> str:
         """The saved line of this entry for the run directory ``path``.
@@ -413,18 +415,21 @@ class RunCache:
             convert=_encoded,
         )
         pending = [number for number, result in enumerate(results) if isinstance(result, _Entry)]
-        texts = [results[number].saved_texts()[0] for number in pending]
+        texts = [results[number].saved_texts() for number in pending]
         try:
-            decoded = json.loads("[" + ",".join(texts) + "]")
+            decoded = json.loads("[" + ",".join([text for text, _ in texts]) + "]")
         except ValueError:
             decoded = None
         if not isinstance(decoded, list) or len(decoded) != len(pending):
             decoded = [None] * len(pending)  # each text decoded on its own, damage and all
         again: list[int] = []
-        for number, fields in zip(pending, decoded, strict=True):
+        for number, fields, (text, metrics) in zip(pending, decoded, texts, strict=True):
             entry = results[number]
             try:
-                results[number] = entry.encoded(run_dirs[number], fields)
+                data = _saved_fields(text if fields is None else fields)
+                if data["dataset"] != entry.dataset or metrics is None:
+                    raise ValueError("the saved dataset field disagrees with the record")
+                results[number] = EncodedRecord(run_dirs[number], metrics=metrics, **data)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 self.hits -= 1
                 self._damage(run_dirs[number], exc)
