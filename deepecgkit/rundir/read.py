@@ -1008,27 +1008,19 @@ def discover_runs(
                 min_total=PROGRESS_MIN_RUNS,
             )
         )
-    records = _select_runs(
-        candidates,
-        results,
-        diagnostics,
-        on_duplicate=on_duplicate,
-        include_failed=include_failed,
-        include_legacy=include_legacy,
-    )
-    return records, diagnostics
+    policy = (on_duplicate, include_failed, include_legacy)
+    return _select_runs(candidates, results, diagnostics, policy), diagnostics
 
 
 def _select_runs(
     candidates: Sequence[Path] | Sequence[str],
     results: Iterable[_Result],
     diagnostics: dict[str, list[str]],
-    *,
-    on_duplicate: str,
-    include_failed: bool,
-    include_legacy: bool,
+    policy: tuple[str, bool, bool],
 ) -> list[_Kept]:
     """The runs discovery keeps of each candidate's result, sorted; diagnostics appended.
+
+    ``policy`` is ``(on_duplicate, include_failed, include_legacy)`` of :func:`discover_runs`.
 
     The one definition of what :func:`discover_runs` and
     :func:`discover_run_frame` keep, report and in which order: the results
@@ -1036,6 +1028,7 @@ def _select_runs(
     no metric), and a candidate given as text reads as its
     :class:`~pathlib.Path` does.
     """
+    on_duplicate, include_failed, include_legacy = policy
     records: list[_Kept] = []
     for run_dir, record in zip(candidates, results, strict=True):
         if isinstance(record, UnreadableRun):
@@ -1097,15 +1090,8 @@ def discover_run_frame(
     candidates, problems = find_run_candidate_paths(roots, recursive=recursive)
     diagnostics["unreadable"] += [problem.entry() for problem in problems]
     results = cache.read_encoded(candidates, workers=workers)
-    kept = _select_runs(
-        candidates,
-        results,
-        diagnostics,
-        on_duplicate=on_duplicate,
-        include_failed=include_failed,
-        include_legacy=include_legacy,
-    )
-    return records_to_frame(kept), diagnostics
+    policy = (on_duplicate, include_failed, include_legacy)
+    return records_to_frame(_select_runs(candidates, results, diagnostics, policy)), diagnostics
 
 
 # --- encoder checkpoints ---------------------------------------------------------------

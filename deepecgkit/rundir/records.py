@@ -12,6 +12,7 @@ split sizes and return codes travel as exact integers
 
 from __future__ import annotations
 
+import collections
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,34 +95,17 @@ class RunRecord(NamedTuple):
     checkpoint: str | None = None
 
 
-class EncodedRecord(NamedTuple):
-    """A :class:`RunRecord` whose metrics are already the JSON text a records frame holds.
-
-    What a warm discovery works with (see
-    :func:`~deepecgkit.rundir.read.discover_run_frame`): the run cache keeps
-    each record's metrics as the text ``json.dumps(record.metrics)`` gave
-    when it was saved, so a run that did not change goes into the records
-    frame without its 24 numbers being decoded and encoded again (at 20,000
-    runs that round trip cost most of a second). ``run_dir`` is the
-    directory as text. Every other field is the record's own.
-    """
-
-    run_dir: str
-    model: str
-    dataset: str
-    seed: int | None
-    multi_label: bool
-    averaging: str
-    metrics: str
-    n_train: int | None
-    n_val: int | None
-    n_test: int | None
-    n_test_groups: int | None
-    mtime: float
-    returncode: int | None = None
-    fingerprint: str | None = None
-    suspect: tuple[str, ...] = ()
-    checkpoint: str | None = None
+#: A :class:`RunRecord` whose metrics are already the JSON text a records frame holds.
+#: What a warm discovery works with (see
+#: :func:`~deepecgkit.rundir.read.discover_run_frame`): the run cache keeps each
+#: record's metrics as the text ``json.dumps(record.metrics)`` gave when it was
+#: saved, so a run that did not change goes into the records frame without its 24
+#: numbers being decoded and encoded again (at 20,000 runs that round trip cost most
+#: of a second). The fields are :class:`RunRecord`'s, with the same defaults;
+#: ``run_dir`` is the directory as text and ``metrics`` that JSON text.
+EncodedRecord = collections.namedtuple(
+    "EncodedRecord", RunRecord._fields, defaults=tuple(RunRecord._field_defaults.values())
+)
 
 
 def encoded_record(record: RunRecord) -> EncodedRecord:
