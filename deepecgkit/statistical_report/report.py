@@ -69,11 +69,18 @@ from deepecgkit.progress import logged_progress
 from deepecgkit.rundir.format import METRICS_FILENAME, PROBABILITY_SUM_TOLERANCE
 from deepecgkit.rundir.read import UnreadableRun, find_run_candidates, is_run_directory
 from deepecgkit.rundir.records import RunRecord
-from deepecgkit.statistical_report.identity import UNREADABLE, RunInput, assess_runs, seed_of
+from deepecgkit.statistical_report.identity import (
+    UNREADABLE,
+    RunFacts,
+    RunInput,
+    assess_runs,
+    seed_of,
+)
 from deepecgkit.statistical_report.manifest import (
     MANIFEST_FILENAME,
     build_manifest,
     manifest_bytes,
+    matplotlib_version,
     sha256_bytes,
     versions,
 )
@@ -86,6 +93,7 @@ from deepecgkit.statistical_report.reuse import (
     environment,
     figure_files,
     figure_key,
+    write_changed,
 )
 from deepecgkit.statistical_report.tables import (
     EXCLUSION_COLUMNS,
@@ -459,11 +467,10 @@ def _write_figures(
     version) is in the previous cache and whose files still have their
     recorded hashes is kept instead of drawn.
     """
-    import matplotlib
-
     from deepecgkit.statistical_report import reliability_plot
 
     source = sha256_bytes(Path(reliability_plot.__file__).read_bytes())
+    drawn_with = matplotlib_version()
     entries: list[dict[str, str]] = []
     paths: list[Path] = []
     curves = (
@@ -478,7 +485,7 @@ def _write_figures(
             reuse.run_keys[run.run_id],
             pdf=pdf,
             plotting_source_sha256=source,
-            matplotlib=matplotlib.__version__,
+            matplotlib=drawn_with,
         )
         files = reuse.kept.figures.get(key, reuse.previous.figures.get(key))
         kept = None
@@ -593,7 +600,7 @@ def statistical_report(
     overwrite: bool = False,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     run_dirs: Sequence[str | os.PathLike[str]] | None = None,
-    records: Sequence[RunRecord] | None = None,
+    records: Sequence[RunRecord | RunFacts] | None = None,
 ) -> ReportResult:
     """Build the statistical report of every run directory under ``roots``.
 
@@ -623,10 +630,12 @@ def statistical_report(
         run_dirs: the run directories to report, found by the caller; None
             searches ``roots``.
         records: instead of ``run_dirs``, the caller's records of the runs to
-            report (the platform passes its ``discovered_runs``): their
-            ``run_dir`` are reported, and a run's model, dataset, seed and
-            returncode are taken from its record while its metrics file has
-            the record's ``mtime``, instead of reading that file again.
+            report (the platform passes the
+            :func:`~deepecgkit.statistical_report.identity.run_facts` of its
+            ``discovered_runs``): their ``run_dir`` are reported, and a
+            run's model, dataset, seed and returncode are taken from its
+            record while its metrics file has the record's ``mtime``, instead
+            of reading that file again.
 
     Returns:
         :class:`ReportResult`. When runs were found but none passed the
@@ -723,7 +732,7 @@ def statistical_report(
     outputs = []
     for name in OUTPUT_FILES:
         data = _csv_bytes(frames[name])
-        atomic_write_bytes(out_path / name, data)
+        write_changed(out_path / name, data)
         outputs.append({"path": name, "sha256": sha256_bytes(data)})
     figure_entries: list[dict[str, str]] = []
     figure_paths: list[Path] = []
