@@ -212,8 +212,11 @@ def _asset_child(frame_path: Path, out: Path, n_runs: int) -> dict[str, float]:
     from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 
     runs = pd.read_parquet(frame_path).iloc[:n_runs]
+    # The asset's own function: a direct invocation of the asset would add an
+    # ephemeral Dagster instance, which a launched run does not build per step.
+    body = report_asset.op.compute_fn.decorated_fn
     start = time.perf_counter()
-    report_asset(
+    body(
         config=ReportConfig(),
         discovered_runs=runs,
         output_folder=OutputFolderResource(path=str(out)),

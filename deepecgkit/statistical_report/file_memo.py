@@ -61,6 +61,10 @@ _FACT_TYPES: dict[str, tuple[type, ...]] = {
     "predictions": (str, type(None)),
 }
 _SIGNATURE_LENGTH = 5
+#: The types each fact may have, as a set of exact types (bool only where listed).
+_FACT_EXACT_TYPES = {key: frozenset(kinds) for key, kinds in _FACT_TYPES.items()}
+#: Stands for a missing key (None is a fact's value).
+_ABSENT = object()
 
 
 def stat_signature(info: os.stat_result) -> list[int]:
@@ -111,8 +115,10 @@ def _well_formed(entry: Any) -> bool:
 
     A signature's numbers are not checked one by one: one that is not the
     file's stat (of whatever type) differs from it, and the run is a miss.
+    Types are compared exactly (a memo is decoded JSON, whose values have
+    exact types), so a bool never passes for an int.
     """
-    if not isinstance(entry, dict) or not isinstance(entry.get("files"), dict):
+    if type(entry) is not dict or type(entry.get("files")) is not dict:
         return False
     for recorded in entry["files"].values():
         if (
@@ -121,12 +127,7 @@ def _well_formed(entry: Any) -> bool:
             or type(recorded[0]) is not str
         ):
             return False
-    return all(
-        key in entry
-        and isinstance(entry[key], kinds)
-        and not (isinstance(entry[key], bool) and bool not in kinds)
-        for key, kinds in _FACT_TYPES.items()
-    )
+    return all(type(entry.get(key, _ABSENT)) in kinds for key, kinds in _FACT_EXACT_TYPES.items())
 
 
 def recalled_facts(
@@ -152,20 +153,39 @@ def recalled_facts(
     recorded: dict[str, MemoFile] = entry["files"]
     predictions = entry["predictions"]
     ordered = [*names, *([predictions] if predictions is not None else [])]
-    if set(recorded) - set(ordered) or (predictions is not None and predictions not in recorded):
+    if not recorded.keys() <= set(ordered) or (
+        predictions is not None and predictions not in recorded
+    ):
         return None
+    # Paths by concatenation: os.path.join is a Python function, called
+    # three times per run of 20,000 (a run directory never ends in a separator
+    # but the root's "/", which keeps it).
+    prefix = directory if directory.endswith(os.sep) else directory + os.sep
     files: dict[str, str] = {}
     mtimes: dict[str, float] = {}
     for name in ordered:
-        path = os.path.join(directory, name)
-        if name not in recorded:
-            if os.path.lexists(path):
-                return None
-            continue
-        found = file_signature(path)
-        if found is None or found[0] != recorded[name][1:]:
+        path = prefix + name
+        kept = recorded.get(name)
+        if kept is None:
+            try:
+                os.lstat(path)
+            except (OSError, ValueError):  # absent, as recorded (os.path.lexists's test)
+                continue
             return None
-        files[name] = recorded[name][0]
-        mtimes[name] = found[1]
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if not (
+            stat.S_ISREG(info.st_mode)
+            and kept[1] == info.st_size
+            and kept[2] == info.st_mtime_ns
+            and kept[3] == info.st_ino
+            and kept[4] == info.st_ctime_ns
+            and kept[5] == info.st_dev
+        ):
+            return None
+        files[name] = kept[0]
+        mtimes[name] = info.st_mtime
     facts = {key: entry[key] for key in _FACT_TYPES}
     return files, facts, mtimes

@@ -176,12 +176,12 @@ class ContentVerdict:
 class RunFacts(NamedTuple):
     """What the contract takes from a caller's record of a run (a :class:`RunRecord` has them).
 
-    ``mtime`` is the metrics file's modification time (seconds since the
-    epoch) when the record was read: the other facts are used only while the
-    file still has it.
+    ``run_dir`` is the run directory's path, as text or a ``Path``; ``mtime``
+    the metrics file's modification time (seconds since the epoch) when the
+    record was read: the other facts are used only while the file still has it.
     """
 
-    run_dir: Path
+    run_dir: str | Path
     model: str
     dataset: str
     seed: int | None
@@ -193,8 +193,9 @@ def run_facts(frame: pd.DataFrame) -> list[RunFacts]:
     """The :class:`RunFacts` of each row of a records frame (``records_to_frame``'s layout).
 
     The same values :func:`~deepecgkit.rundir.records.frame_to_records` gives
-    these fields, without decoding each row's metrics and diagnostics: the
-    report needs only these six (20,000 runs: a twentieth of the time).
+    these fields, without decoding each row's metrics and diagnostics (the
+    report needs only these six) and with ``run_dir`` as the frame's text,
+    not a ``Path``.
     """
     columns = [frame[name].tolist() for name in ("run_dir", "model", "dataset", "mtime")]
     seeds, returncodes = (
@@ -202,7 +203,7 @@ def run_facts(frame: pd.DataFrame) -> list[RunFacts]:
         for name in ("seed", "returncode")
     )
     return [
-        RunFacts(Path(run_dir), str(model), str(dataset), seed, returncode, float(mtime))
+        RunFacts(str(run_dir), str(model), str(dataset), seed, returncode, float(mtime))
         for run_dir, model, dataset, mtime, seed, returncode in zip(
             *columns, seeds, returncodes, strict=True
         )

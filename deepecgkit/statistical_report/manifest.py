@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import platform
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,9 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@cache
 def matplotlib_version() -> str:
-    """The installed matplotlib's version, from its distribution's metadata.
+    """The installed matplotlib's version, from its distribution's metadata (read once).
 
     Reading the metadata spares a report that draws nothing (every run
     excluded, or every figure kept) the import of matplotlib, a large share

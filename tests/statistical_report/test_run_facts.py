@@ -45,7 +45,7 @@ def test_run_facts_are_the_fields_of_frame_to_records(seeds: list[int | None]) -
     frame = records_to_frame(records)
     facts = run_facts(frame)
     expected = [
-        RunFacts(r.run_dir, r.model, r.dataset, r.seed, r.returncode, r.mtime)
+        RunFacts(str(r.run_dir), r.model, r.dataset, r.seed, r.returncode, r.mtime)
         for r in frame_to_records(frame)
     ]
     assert facts == expected
