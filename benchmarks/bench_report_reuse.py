@@ -53,8 +53,9 @@ run into a copy of that folder, and a clean build of every run. With
 ``--before REV`` the same steps run for that revision's ``deepecgkit`` and
 ``deepecg_assets``, each refresh of one revision right after the other's, so
 both see the same machine state. Printed: each refresh's seconds, their
-median, the ratio of the medians (this tree / before), and the files that
-differ between a refresh and the clean build (exit 1 when any does).
+median (wall and CPU seconds of the child), the ratios of the medians (this
+tree / before), and the files that differ between a refresh and the clean
+build (exit 1 when any does).
 
 Run: ``PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/bench_report_reuse.py
 --corpus /work/bench/c20k/runs --asset --discovery-cache <output>/cache/run_records.jsonl
@@ -215,17 +216,18 @@ def _asset_child(frame_path: Path, out: Path, n_runs: int) -> dict[str, float]:
     # The asset's own function: a direct invocation of the asset would add an
     # ephemeral Dagster instance, which a launched run does not build per step.
     body = report_asset.op.compute_fn.decorated_fn
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     body(
         config=ReportConfig(),
         discovered_runs=runs,
         output_folder=OutputFolderResource(path=str(out)),
         analysis=AnalysisSettings(),
     )
-    return {"seconds": time.perf_counter() - start}
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
 
 
-def _asset_step(code: Path, frame_path: Path, out: Path, n_runs: int) -> float:
+def _asset_step(code: Path, frame_path: Path, out: Path, n_runs: int) -> tuple[float, float]:
+    """Wall and CPU seconds of the asset's body in a fresh interpreter running ``code``."""
     environ = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(
         [sys.executable, __file__, "--asset-child", str(frame_path), str(out), str(n_runs)],
@@ -235,7 +237,8 @@ def _asset_step(code: Path, frame_path: Path, out: Path, n_runs: int) -> float:
         text=True,
         cwd=code,
     )
-    return float(json.loads(done.stdout.splitlines()[-1])["seconds"])
+    timed = json.loads(done.stdout.splitlines()[-1])
+    return float(timed["seconds"]), float(timed["cpu"])
 
 
 def _stored_frame(corpus: Path, discovery_cache: Path | None, into: Path) -> tuple[Path, int]:
@@ -268,12 +271,12 @@ def asset_scale(
         codes = {"this tree": here}
         if before is not None:
             codes = {f"before ({before})": _exported(before, work / "before-code"), **codes}
-        refreshes: dict[str, list[float]] = {name: [] for name in codes}
+        refreshes: dict[str, list[tuple[float, float]]] = {name: [] for name in codes}
         failed = 0
         for index, (name, code) in enumerate(codes.items()):
             folder = work / f"code{index}"
-            full = _asset_step(code, frame_path, folder / "built", n_runs - 1)
-            clean = _asset_step(code, frame_path, folder / "clean", n_runs)
+            full, _ = _asset_step(code, frame_path, folder / "built", n_runs - 1)
+            clean, _ = _asset_step(code, frame_path, folder / "clean", n_runs)
             print(
                 f"{name}: build of {n_runs - 1} runs {full:.2f} s, clean build of {n_runs} "
                 f"runs {clean:.2f} s"
@@ -290,17 +293,22 @@ def asset_scale(
             differing = sorted(
                 n for n in built.keys() | clean.keys() if built.get(n) != clean.get(n)
             )
-            times = refreshes[name]
+            walls, cpus = zip(*refreshes[name], strict=True)
             print(
                 f"{name}: one-run refresh "
-                + ", ".join(f"{t:.2f}" for t in times)
-                + f" s (median {statistics.median(times):.2f} s); files differing from the "
-                f"clean build: {len(differing)} {differing[:5]}"
+                + ", ".join(f"{t:.2f}" for t in walls)
+                + f" s (median {statistics.median(walls):.2f} s; CPU median "
+                f"{statistics.median(cpus):.2f} s); files differing from the clean build: "
+                f"{len(differing)} {differing[:5]}"
             )
             failed += bool(differing)
         if before is not None:
-            old, new = (statistics.median(times) for times in refreshes.values())
-            print(f"ratio of the medians, this tree / before: {new / old:.3f}")
+            for what, column in (("wall", 0), ("CPU", 1)):
+                old, new = (
+                    statistics.median(timed[column] for timed in times)
+                    for times in refreshes.values()
+                )
+                print(f"ratio of the {what} medians, this tree / before: {new / old:.3f}")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 1 if failed else 0
 

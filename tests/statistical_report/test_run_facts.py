@@ -8,10 +8,14 @@ from pathlib import Path
 import matplotlib
 import pytest
 
+from deepecgkit.rundir.read import discover_runs
 from deepecgkit.rundir.records import RunRecord, frame_to_records, records_to_frame
+from deepecgkit.statistical_report import statistical_report
 from deepecgkit.statistical_report.identity import RunFacts, run_facts
 from deepecgkit.statistical_report.manifest import matplotlib_version
 from deepecgkit.statistical_report.reuse import write_changed
+from tests.deepecg_assets.output_trees import tree_bytes
+from tests.statistical_report.prediction_runs import write_prediction_run
 
 
 def _record(name: str, seed: int | None, returncode: int | None, mtime: float) -> RunRecord:
@@ -79,3 +83,17 @@ def test_a_link_to_the_same_bytes_is_replaced_by_a_file(tmp_path: Path) -> None:
 
 def test_the_manifest_names_the_matplotlib_that_draws() -> None:
     assert matplotlib_version() == matplotlib.__version__
+
+
+def test_a_report_from_run_facts_is_the_report_from_records(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    write_prediction_run(root, "resnet", "afib", 0)
+    write_prediction_run(root, "cnn", "afib", 0)
+    bare = write_prediction_run(root, "cnn", "afib", 1)
+    (bare / "predictions.csv").unlink()
+    records, _ = discover_runs([root], recursive=True)
+    frame = records_to_frame(records)
+    settings = {"n_resamples": 20, "reference": "resnet", "plots": False}
+    statistical_report(None, tmp_path / "records", records=frame_to_records(frame), **settings)
+    statistical_report(None, tmp_path / "facts", records=run_facts(frame), **settings)
+    assert tree_bytes(tmp_path / "facts") == tree_bytes(tmp_path / "records")
