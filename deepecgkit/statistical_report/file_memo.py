@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -131,7 +131,11 @@ def _well_formed(entry: Any) -> bool:
 
 
 def recalled_facts(
-    entry: Any, directory: str, *, names: Iterable[str]
+    entry: Any,
+    directory: str,
+    *,
+    names: Iterable[str],
+    present: Collection[str] | None = None,
 ) -> tuple[dict[str, str], MemoFacts, dict[str, float]] | None:
     """The hashes, facts and file mtimes of an unchanged run; None when anything changed.
 
@@ -142,6 +146,9 @@ def recalled_facts(
             order their hashes are recorded (the predictions file's name is
             taken from the memo and must still be the one
             :func:`~deepecgkit.rundir.read.predictions_path` finds; the caller checks that).
+        present: the names of the directory's entries, when the caller listed
+            it: a file recorded as absent must not be among them (None: each
+            is checked with ``lstat``).
 
     Returns:
         ``(files, facts, mtimes)``: ``files`` maps each present file to its
@@ -167,6 +174,10 @@ def recalled_facts(
         path = prefix + name
         kept = recorded.get(name)
         if kept is None:
+            if present is not None:
+                if name in present:
+                    return None
+                continue
             try:
                 os.lstat(path)
             except (OSError, ValueError):  # absent, as recorded (os.path.lexists's test)

@@ -63,6 +63,8 @@ from deepecgkit.io import REASON_MISSING, UnreadableFileError
 from deepecgkit.rundir.format import (
     METADATA_FILENAME,
     METRICS_FILENAME,
+    PREDICTIONS_FILENAME,
+    PREDICTIONS_TXT_FILENAME,
     PROBABILITY_SUM_TOLERANCE,
     SPLIT_INFO_FILENAME,
 )
@@ -124,6 +126,8 @@ DUPLICATE_RUN = "duplicate_run"
 
 #: Files whose SHA-256 the manifest records (the predictions file under its own name).
 HASHED_FILES = (METRICS_FILENAME, METADATA_FILENAME, SPLIT_INFO_FILENAME)
+#: The names a predictions file may have (see :func:`~deepecgkit.rundir.read.predictions_path`).
+_PREDICTIONS_NAMES = frozenset({PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME})
 #: The fields of the metadata (checks 2 and 9) and split files (check 10) the contract reads.
 CHECKED_METADATA_FIELDS = ("params_fingerprint", "error")
 CHECKED_SPLIT_FIELDS = ("n_test", "n_test_groups")
@@ -342,11 +346,26 @@ def _identity_facts(
     }
 
 
+def _entry_names(directory: Path) -> frozenset[str] | None:
+    """The names of the entries of a run directory; None when it cannot be listed.
+
+    One listing answers every "is this name there" of the contract (which
+    predictions file, which optional file is absent) for what two ``lstat``
+    calls cost; a directory that cannot be listed is asked name by name, as before.
+    """
+    try:
+        return frozenset(os.listdir(directory))
+    except (OSError, ValueError):
+        return None
+
+
 def _recall(
     run: RunInput,
     memo: Any,
     known: Mapping[str, ContentVerdict],
     record: RunRecord | RunFacts | None,
+    *,
+    present: frozenset[str] | None = None,
 ) -> bool:
     """Fill the run from an earlier build's memo when none of its files changed.
 
@@ -357,7 +376,7 @@ def _recall(
     name = None if run.predictions_file is None else run.predictions_file.name
     if not isinstance(memo, dict) or memo.get("predictions") != name:
         return False
-    recalled = recalled_facts(memo, os.fspath(run.path), names=HASHED_FILES)
+    recalled = recalled_facts(memo, os.fspath(run.path), names=HASHED_FILES, present=present)
     if recalled is None:
         return False
     files, facts, mtimes = recalled
@@ -393,8 +412,10 @@ def _load(
     predictions file whose key is in ``known`` is not parsed: its verdict is
     taken and its bytes kept for :func:`predictions_of`.
     """
-    run.predictions_file = predictions_path(run.path)
-    if memo is not None and _recall(run, memo, known, record):
+    present = _entry_names(run.path)
+    if present is None or not present.isdisjoint(_PREDICTIONS_NAMES):
+        run.predictions_file = predictions_path(run.path)
+    if memo is not None and _recall(run, memo, known, record, present=present):
         return
     contents, signatures, metrics_mtime = {}, {}, None
     for name in HASHED_FILES:
