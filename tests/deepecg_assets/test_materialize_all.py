@@ -61,8 +61,9 @@ _BACKFILLS_QUERY = (
 )
 
 
-#: Files of the bundled runs the slice leaves out (probing every encoder checkpoint and
-#: drawing a reliability diagram per run were most of the fixture's minutes).
+#: Files of the bundled runs the slice leaves out: probing the encoder checkpoints and
+#: drawing a reliability diagram per run took about 17 of the fixture's 42 CPU seconds
+#: (docs/benchmarks.md, "Session 19").
 _LEFT_OUT = shutil.ignore_patterns(*DROPPED_FILES)
 #: The output folders the comparison covers (caches and the report's log are not results).
 _COMPARED = ("frames", "tables")
