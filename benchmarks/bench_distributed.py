@@ -20,8 +20,9 @@ Each build is what the platform runs:
   (:func:`deepecg_assets.build.materialize_everything`): discovery, then every
   dataset partition (one single-run range) and the cross-dataset assets in
   one run;
-* one run added: a run directory is written into a second run root (the
-  corpus folder itself is never touched) and refreshed with the run
+* one run added: a run directory, written once beside the builds, is moved
+  into a second run root with one rename (the corpus folder itself is never
+  touched; both builds see the same files) and refreshed with the run
   ``new_runs_sensor`` requests for one changed dataset while nothing else is
   in flight: discovery, that dataset's partition and the cross-dataset
   assets (:func:`deepecg_assets.sensors.refresh_requests`).
@@ -47,6 +48,8 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,22 +149,35 @@ def template_run(runs: Path) -> Path:
     raise SystemExit(f"no run directory under {runs} has a {RUN_METADATA} with a seed")
 
 
-def write_added_run(template: Path, into: Path) -> tuple[Path, str]:
-    """A copy of ``template`` as a new seed of its cell, moved into ``into`` with one rename.
+def stage_added_run(template: Path, stash: Path) -> tuple[Path, str]:
+    """A copy of ``template`` as a new seed of its cell, written once into ``stash``.
 
-    Returns the new directory and its dataset.
+    Both builds refresh the very same directory (:func:`landed`), moved into
+    the run root and back by renames: its files keep their inodes and times,
+    which the report's file memo records, so the two output folders can be
+    compared byte for byte. Returns the staged directory and its dataset.
     """
     metadata = json.loads((template / RUN_METADATA).read_text())
     metadata["seed"] = int(metadata["seed"]) + ADDED_SEED_OFFSET
-    staged = into.parent / f".staging-{template.name}"
+    stash.mkdir(parents=True, exist_ok=True)
+    staged = stash / f"{template.name}_added"
     shutil.copytree(template, staged)
     (staged / RUN_METADATA).write_text(json.dumps(metadata, indent=2) + "\n")
-    added = into / f"{template.name}_added"
+    return staged, str(metadata["dataset"])
+
+
+@contextmanager
+def landed(staged: Path, into: Path) -> Iterator[Path]:
+    """``staged`` moved into the run root ``into`` with one rename, and back afterwards."""
+    added = into / staged.name
     staged.rename(added)
-    return added, str(metadata["dataset"])
+    try:
+        yield added
+    finally:
+        added.rename(staged)
 
 
-def build_and_refresh(module: str, runs: Path, scratch: Path) -> Timings:
+def build_and_refresh(module: str, runs: Path, scratch: Path, added: tuple[Path, str]) -> Timings:
     """Full build and one-run refresh of ``module``'s asset job on a fresh instance and output.
 
     The environment (run roots, output folder) is set in ``os.environ``, where
@@ -179,14 +195,12 @@ def build_and_refresh(module: str, runs: Path, scratch: Path) -> Timings:
         full_build(job, instance, frames_dir=output / "frames")
         full = time.perf_counter() - started
         print(f"{name}: full build {full:.1f} s", file=sys.stderr, flush=True)
-        added, dataset = write_added_run(template_run(runs), added_root)
-        try:
+        staged, dataset = added
+        with landed(staged, added_root):
             started = time.perf_counter()
             one_dataset_refresh(job, instance, dataset_key(dataset))
             refresh = time.perf_counter() - started
             print(f"{name}: one run added {refresh:.1f} s", file=sys.stderr, flush=True)
-        finally:
-            shutil.rmtree(added)
     return Timings(full, refresh, output)
 
 
@@ -201,7 +215,7 @@ def set_environment(runs: Path, scratch: Path, module: str) -> None:
     )
 
 
-def distributed_build(runs: Path, scratch: Path, workers: int) -> Timings:
+def distributed_build(runs: Path, scratch: Path, workers: int, added: tuple[Path, str]) -> Timings:
     """:func:`build_and_refresh` of the Dask code location on a cluster started for it."""
     from distributed import LocalCluster
 
@@ -222,7 +236,7 @@ def distributed_build(runs: Path, scratch: Path, workers: int) -> Timings:
         worker_dashboard_address=f"{LOOPBACK}:0",
         preload=[DISTRIBUTED],
     ):
-        return build_and_refresh(DISTRIBUTED, runs, scratch)
+        return build_and_refresh(DISTRIBUTED, runs, scratch, added)
 
 
 def differing_files(left: Path, right: Path) -> list[str]:
@@ -246,9 +260,10 @@ def main() -> int:
     scratch_root.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()
     try:
+        added = stage_added_run(template_run(runs), scratch_root / "added_stash")
         set_environment(runs, scratch_root, IN_PROCESS)
-        baseline = build_and_refresh(IN_PROCESS, runs, scratch_root)
-        measured = distributed_build(runs, scratch_root, args.workers)
+        baseline = build_and_refresh(IN_PROCESS, runs, scratch_root, added)
+        measured = distributed_build(runs, scratch_root, args.workers, added)
         differing = differing_files(baseline.output, measured.output)
     finally:
         if args.scratch is None:

@@ -40,6 +40,26 @@ against the same step of ``--before``.
 
 Run: ``PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/bench_report_reuse.py
 --corpus /work/bench/c20k/runs --before main``
+
+**The asset's one-run refresh** (``--corpus DIR --asset``): what the daemon's
+refresh costs in the ``statistical_report`` step. The runs are discovered
+once (through a copy of ``--discovery-cache FILE``, a warm
+``run_records.jsonl``, when given) and stored as the Parquet frame
+``discovered_runs`` is. Each step then runs in a fresh interpreter, as a
+launched run's step does (``deepecg_assets.definitions`` imported first, not
+timed), and times the asset's body on that frame: a build of every run but
+the last into a fresh folder, then ``--repeat`` times the refresh with every
+run into a copy of that folder, and a clean build of every run. With
+``--before REV`` the same steps run for that revision's ``deepecgkit`` and
+``deepecg_assets``, each refresh of one revision right after the other's, so
+both see the same machine state. Printed: each refresh's seconds, their
+median (wall and CPU seconds of the child), the ratios of the medians (this
+tree / before), and the files that differ between a refresh and the clean
+build (exit 1 when any does).
+
+Run: ``PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/bench_report_reuse.py
+--corpus /work/bench/c20k/runs --asset --discovery-cache <output>/cache/run_records.jsonl
+--before main``
 """
 
 from __future__ import annotations
@@ -48,6 +68,8 @@ import argparse
 import inspect
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -130,7 +152,9 @@ def _scale_child(corpus: Path, work: Path) -> dict[str, object]:
 def _exported(revision: str, into: Path) -> Path:
     """``deepecgkit`` (and the test helpers this script imports) of a git revision."""
     archive = subprocess.run(
-        ["git", "archive", revision, "deepecgkit", "tests"], check=True, capture_output=True
+        ["git", "archive", revision, "deepecgkit", "deepecg_assets", "tests"],
+        check=True,
+        capture_output=True,
     ).stdout
     into.mkdir()
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
@@ -180,6 +204,115 @@ def scale(corpus: Path, before: str | None) -> int:
     return 1 if failed else 0
 
 
+def _asset_child(frame_path: Path, out: Path, n_runs: int) -> dict[str, float]:
+    """Time the asset's body on the first ``n_runs`` rows of the stored frame (child process)."""
+    import pandas as pd
+
+    import deepecg_assets.definitions  # noqa: F401  (what a launched run has loaded; not timed)
+    from deepecg_assets.assets.report import ReportConfig, statistical_report as report_asset
+    from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
+
+    runs = pd.read_parquet(frame_path).iloc[:n_runs]
+    # The asset's own function: a direct invocation of the asset would add an
+    # ephemeral Dagster instance, which a launched run does not build per step.
+    body = report_asset.op.compute_fn.decorated_fn
+    start, cpu = time.perf_counter(), time.process_time()
+    body(
+        config=ReportConfig(),
+        discovered_runs=runs,
+        output_folder=OutputFolderResource(path=str(out)),
+        analysis=AnalysisSettings(),
+    )
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
+
+
+def _asset_step(code: Path, frame_path: Path, out: Path, n_runs: int) -> tuple[float, float]:
+    """Wall and CPU seconds of the asset's body in a fresh interpreter running ``code``."""
+    environ = {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run(
+        [sys.executable, __file__, "--asset-child", str(frame_path), str(out), str(n_runs)],
+        env=environ,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=code,
+    )
+    timed = json.loads(done.stdout.splitlines()[-1])
+    return float(timed["seconds"]), float(timed["cpu"])
+
+
+def _stored_frame(corpus: Path, discovery_cache: Path | None, into: Path) -> tuple[Path, int]:
+    """The discovered runs of ``corpus`` as a Parquet frame sorted by run directory."""
+    from deepecgkit.rundir.cache import RunCache
+    from deepecgkit.rundir.read import discover_runs
+    from deepecgkit.rundir.records import records_to_frame
+
+    reader = None
+    if discovery_cache is not None:
+        copy = into / "run_records.jsonl"
+        shutil.copyfile(discovery_cache, copy)  # the cache may be rewritten: never the original
+        reader = RunCache.load(copy).read
+    records, _ = discover_runs([corpus], recursive=True, reader=reader)
+    frame = records_to_frame(records).sort_values("run_dir", ignore_index=True)
+    path = into / "discovered_runs.parquet"
+    frame.to_parquet(path)
+    return path, len(frame)
+
+
+def asset_scale(
+    corpus: Path, *, before: str | None, discovery_cache: Path | None, repeat: int
+) -> int:
+    """The asset mode (see the module docstring)."""
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    here = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="bench-report-asset-") as tmp:
+        work = Path(tmp)
+        frame_path, n_runs = _stored_frame(corpus, discovery_cache, work)
+        codes = {"this tree": here}
+        if before is not None:
+            codes = {f"before ({before})": _exported(before, work / "before-code"), **codes}
+        refreshes: dict[str, list[tuple[float, float]]] = {name: [] for name in codes}
+        failed = 0
+        for index, (name, code) in enumerate(codes.items()):
+            folder = work / f"code{index}"
+            full, _ = _asset_step(code, frame_path, folder / "built", n_runs - 1)
+            clean, _ = _asset_step(code, frame_path, folder / "clean", n_runs)
+            print(
+                f"{name}: build of {n_runs - 1} runs {full:.2f} s, clean build of {n_runs} "
+                f"runs {clean:.2f} s"
+            )
+        for attempt in range(repeat):
+            for index, name in enumerate(codes):
+                folder = work / f"code{index}"
+                out = folder / f"refresh{attempt}"
+                shutil.copytree(folder / "built", out, symlinks=True)
+                refreshes[name].append(_asset_step(codes[name], frame_path, out, n_runs))
+        for index, name in enumerate(codes):
+            folder = work / f"code{index}"
+            built, clean = _tree(folder / "refresh0"), _tree(folder / "clean")
+            differing = sorted(
+                n for n in built.keys() | clean.keys() if built.get(n) != clean.get(n)
+            )
+            walls, cpus = zip(*refreshes[name], strict=True)
+            print(
+                f"{name}: one-run refresh "
+                + ", ".join(f"{t:.2f}" for t in walls)
+                + f" s (median {statistics.median(walls):.2f} s; CPU median "
+                f"{statistics.median(cpus):.2f} s); files differing from the clean build: "
+                f"{len(differing)} {differing[:5]}"
+            )
+            failed += bool(differing)
+        if before is not None:
+            for what, column in (("wall", 0), ("CPU", 1)):
+                old, new = (
+                    statistics.median(timed[column] for timed in times)
+                    for times in refreshes.values()
+                )
+                print(f"ratio of the {what} medians, this tree / before: {new / old:.3f}")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    return 1 if failed else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=4, help=f"at most {len(MODELS)}")
@@ -187,11 +320,26 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=25)
     parser.add_argument("--corpus", type=Path, help="an existing corpus of runs (scale mode)")
     parser.add_argument("--before", help="scale mode: also time this git revision's code")
+    parser.add_argument("--asset", action="store_true", help="scale mode: the asset's refresh")
+    parser.add_argument("--discovery-cache", type=Path, help="asset mode: a warm run_records.jsonl")
+    parser.add_argument("--repeat", type=int, default=3, help="asset mode: refreshes timed")
     parser.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--asset-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         print(json.dumps(_scale_child(*args.child)))
         return 0
+    if args.asset_child is not None:
+        frame_path, out, n_runs = args.asset_child
+        print(json.dumps(_asset_child(Path(frame_path), Path(out), int(n_runs))))
+        return 0
+    if args.corpus is not None and args.asset:
+        return asset_scale(
+            args.corpus,
+            before=args.before,
+            discovery_cache=args.discovery_cache,
+            repeat=args.repeat,
+        )
     if args.corpus is not None:
         return scale(args.corpus, args.before)
     models, datasets = MODELS[: args.models], DATASETS[: args.datasets]

@@ -25,8 +25,8 @@ from deepecg_assets.resources import (
 )
 from deepecgkit._compat import moved_names
 from deepecgkit.rundir.cache import RunCache
-from deepecgkit.rundir.read import discover_runs
-from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, records_to_frame
+from deepecgkit.rundir.read import discover_run_frame
+from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, frame_metric_names
 
 DISCOVERY_GROUP = "discovery"
 
@@ -108,13 +108,13 @@ def discovered_runs(
         raise dg.Failure(description=str(exc)) from None
     cache = RunCache.load(output_folder.cache_file())
     try:
-        records, diagnostics = discover_runs(
+        frame, diagnostics = discover_run_frame(
             roots,
+            cache=cache,
             recursive=run_roots.is_recursive(),
             include_legacy=analysis.include_legacy,
             on_duplicate=analysis.on_duplicate,
             include_failed=analysis.include_failed,
-            reader=cache.read,
         )
     except ValueError as exc:
         raise dg.Failure(description=str(exc)) from None
@@ -122,17 +122,16 @@ def discovered_runs(
     pruned = cache.prune_unvisited()
     cache.save(output_folder.cache_file())
     try:
-        keys = dataset_keys(record.dataset for record in records)
+        keys = dataset_keys(frame["dataset"].tolist())
     except ValueError as exc:
         raise dg.Failure(description=str(exc)) from None
+    models = set(frame["model"].tolist())
     analysis.check_names(
-        metrics={name for record in records for name in record.metrics},
-        models={record.model for record in records},
-        datasets=set(keys.values()),
+        metrics=frame_metric_names(frame), models=models, datasets=set(keys.values())
     )
     context.log.info(
         "discovered %d usable run(s); %d parsed, %d reused from the cache",
-        len(records),
+        len(frame),
         cache.misses,
         cache.hits,
     )
@@ -142,7 +141,7 @@ def discovered_runs(
         "runs_reused": cache.hits,
         "cache_entries_pruned": pruned,
         "cache_lines_damaged": cache.damaged,
-        "models": len({r.model for r in records}),
+        "models": len(models),
         "datasets": len(keys),
         PARTITIONS_METADATA: dg.MetadataValue.json(keys),
         DATASET_STATES_METADATA: dg.MetadataValue.json(
@@ -152,5 +151,5 @@ def discovered_runs(
     for key in DIAGNOSTIC_KEYS:
         metadata[f"{key}_count"] = len(diagnostics[key])
     metadata["diagnostics"] = dg.MetadataValue.json(diagnostics)
-    yield dg.Output(records_to_frame(records), metadata=metadata)
+    yield dg.Output(frame, metadata=metadata)
     yield runs_health_check(diagnostics)

@@ -113,7 +113,9 @@ def transfer_matrix(
         raise dg.Failure(
             description=f"metric must be one of {', '.join(PROBE_METRICS)}, got {config.metric!r}"
         )
-    checkpoints, missing = find_encoder_checkpoints(frame_to_records(discovered_runs))
+    checkpoints, missing = find_encoder_checkpoints(
+        frame_to_records(runs_with_checkpoints(discovered_runs))
+    )
     for problem in missing:
         context.log.warning("recorded encoder checkpoint not usable: %s", problem)
     if config.architectures is not None:
@@ -191,6 +193,22 @@ def transfer_matrix(
             "skipped": dg.MetadataValue.json(skipped),
         },
     )
+
+
+def runs_with_checkpoints(runs: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a records frame whose run recorded an encoder checkpoint, in order.
+
+    One vectorised filter on the ``checkpoint`` column discovery fills from
+    ``run_metadata.json``, so a corpus of 20,000 runs without checkpoints
+    builds no record and reads no metadata file; only the runs selected
+    here are looked at by
+    :func:`~deepecgkit.rundir.read.find_encoder_checkpoints`. A frame
+    without that column (stored before discovery recorded it) is returned
+    whole, so that every run's metadata is read as it used to be.
+    """
+    if "checkpoint" not in runs.columns:
+        return runs
+    return runs.loc[runs["checkpoint"].notna()]
 
 
 def transfer_cache_path(output_folder: OutputFolderResource) -> Path:

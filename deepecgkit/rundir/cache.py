@@ -24,6 +24,17 @@ also need the state of each dataset's runs: :meth:`RunCache.dataset_digests`
 gives the same short digest per dataset over the runs the cache visited.
 Each saved line carries its run's dataset in a field of its own, so a
 sensor tick learns every run's dataset without decoding its record.
+
+A warm refresh of the platform wants the records *frame*, whose metrics
+column is each record's metrics as JSON text. Each saved line therefore
+keeps a record's metrics as a field of its own, exactly the text
+``json.dumps`` gave for the parsed metrics, and the header holds the
+SHA-256 of the body: when it matches, every line is as :meth:`RunCache.save`
+wrote it, and :meth:`RunCache.read_encoded` hands an unchanged run's saved
+texts on without decoding its numbers (and :meth:`RunCache.save` writes its
+line back as it was). When it does not (a file another tool edited, or
+damaged), every record is decoded, checked and encoded again as it is used,
+and a damaged line is dropped, its run parsed again: never a wrong record.
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ import logging
 import math
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -49,7 +60,7 @@ from deepecgkit.io import (
 from deepecgkit.rundir.format import METRICS_FILENAME
 from deepecgkit.rundir.listing import ListingRecord
 from deepecgkit.rundir.read import find_run_candidate_paths, read_runs
-from deepecgkit.rundir.records import RunRecord, UnreadableRun
+from deepecgkit.rundir.records import EncodedRecord, RunRecord, UnreadableRun, encoded_record
 
 __all__ = [
     "FileState",
@@ -67,8 +78,14 @@ logger = logging.getLogger(__name__)
 DIGEST_LENGTH = 16
 #: Version of the cache file format; a file of another version is ignored. Version 3
 #: added unreadable runs' reasons and the records' ``suspect`` notes; version 4 the
-#: dataset of each readable run as a field of its own (null for an unreadable run).
-CACHE_FORMAT_VERSION = 4
+#: dataset of each readable run as a field of its own (null for an unreadable run);
+#: version 5 the records' ``checkpoint``, each record's metrics text as a field of its
+#: own, and the SHA-256 of the body in the header (see :class:`RunCache`).
+CACHE_FORMAT_VERSION = 5
+
+
+#: A run directory's path plus this is its metrics file's path.
+_METRICS_SUFFIX = os.sep + METRICS_FILENAME
 
 
 class FileState(NamedTuple):
@@ -82,8 +99,10 @@ class FileState(NamedTuple):
 def metrics_file_state(run_dir: Path | str) -> FileState | None:
     """The :class:`FileState` of a run's metrics file, or None when it is not a regular file."""
     directory = os.fspath(run_dir)
+    # What os.path.join gives, without its call (one per run of every rescan).
+    joined = directory + _METRICS_SUFFIX if directory[-1:] not in ("", os.sep) else None
     try:
-        info = os.stat(os.path.join(directory, METRICS_FILENAME))
+        info = os.stat(joined or os.path.join(directory, METRICS_FILENAME))
     except OSError:
         return None
     if not stat.S_ISREG(info.st_mode):
@@ -95,41 +114,43 @@ def _float_or_nan(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def _record_to_json(record: RunRecord) -> str:
-    data = record._asdict()
-    data["run_dir"] = str(record.run_dir)
-    return json.dumps(data)
+#: Fields of a record saved in its line's record text: all but the directory (the line's
+#: key) and the metrics (a field of their own).
+_SAVED_FIELDS = tuple(f for f in RunRecord._fields if f not in ("run_dir", "metrics"))
+#: The keys of a saved record text, as a set to compare a decoded object's keys with.
+_RECORD_KEYS = frozenset(_SAVED_FIELDS)
 
 
-#: The keys of a cached record, as a set to compare a decoded object's keys with.
-_RECORD_KEYS = frozenset(RunRecord._fields)
+def _record_texts(record: RunRecord) -> tuple[str, str]:
+    """A record's saved record text and metrics text (``json.dumps(record.metrics)``)."""
+    data = dict(zip(RunRecord._fields, record, strict=True))
+    return json.dumps({field: data[field] for field in _SAVED_FIELDS}), json.dumps(record.metrics)
 
 
-def _record_from_json(text: str, run_dir: Path | None = None) -> RunRecord:
-    """Decode one cached record; ``ValueError`` (or ``TypeError``/``KeyError``) when damaged.
-
-    ``run_dir`` is the directory the record is looked up for: when the
-    record names that directory (it always does for a line this cache
-    wrote), the record holds that same :class:`~pathlib.Path` instead of
-    parsing the text into a new, equal one. Metrics that JSON already
-    decoded as floats are kept as decoded; only a null (NaN) or an integer
-    goes through a conversion. A warm discovery of 20,000 runs decodes
-    20,000 records, so each of these costs a share of a second.
-    """
-    data = json.loads(text)
+def _saved_fields(text: str | Any) -> dict[str, Any]:
+    """A line's record text decoded (or given decoded); ``ValueError`` and friends if damaged."""
+    data = json.loads(text) if isinstance(text, str) else text
     if not isinstance(data, dict) or data.keys() != _RECORD_KEYS:
-        raise ValueError(f"a record needs exactly the keys {', '.join(RunRecord._fields)}")
-    path = data["run_dir"]
-    same = run_dir is not None and isinstance(path, str) and path == os.fspath(run_dir)
-    data["run_dir"] = run_dir if same else Path(path)
-    metrics = data["metrics"]
-    if not isinstance(metrics, dict) or not set(map(type, metrics.values())) <= {float}:
-        data["metrics"] = {name: _float_or_nan(value) for name, value in metrics.items()}
-    data["suspect"] = tuple(map(str, data["suspect"]))
-    record = RunRecord(**data)
-    if not isinstance(record.model, str) or not isinstance(record.dataset, str):
+        raise ValueError(f"a record needs exactly the keys {', '.join(_SAVED_FIELDS)}")
+    if not isinstance(data["model"], str) or not isinstance(data["dataset"], str):
         raise ValueError("model and dataset must be strings")
-    return record
+    data["suspect"] = tuple(map(str, data["suspect"]))
+    return data
+
+
+def _record_from_json(text: str, metrics_text: str, run_dir: Path) -> RunRecord:
+    """Decode one saved record of the run directory ``run_dir``; ``ValueError`` when damaged.
+
+    Metrics that JSON already decoded as floats are kept as decoded; only a
+    null (NaN) or an integer goes through a conversion.
+    """
+    data = _saved_fields(text)
+    metrics = json.loads(metrics_text)
+    if not isinstance(metrics, dict):
+        raise ValueError("the metrics must be a JSON object")
+    if not set(map(type, metrics.values())) <= {float}:
+        metrics = {name: _float_or_nan(value) for name, value in metrics.items()}
+    return RunRecord(run_dir=run_dir, metrics=metrics, **data)
 
 
 def _json_string(field: str) -> str | None:
@@ -177,38 +198,54 @@ class _Entry:
 
     The result is a :class:`RunRecord` or, for a run that could not be read,
     an :class:`UnreadableRun`. A saved cache holds each result as JSON text
-    (a record as an object, an unreadable run's reason as a string);
-    decoding 100,000 records costs seconds, and a sensor tick only needs to
-    know *whether* a run was readable and its dataset, so the text is
-    decoded only when the result is asked for. ``dataset`` is the record's
-    dataset (None for an unreadable run).
+    (a record as an object of its fields and its metrics as a second
+    object, an unreadable run's reason as a string); decoding 100,000
+    records costs seconds, and a sensor tick only needs to know *whether* a
+    run was readable and its dataset, so an entry loaded from a file keeps
+    its saved ``line`` and decodes it only when the result is asked for.
+    ``dataset`` is the record's dataset (None for an unreadable run).
+    ``trusted`` says that the line is exactly what :meth:`RunCache.save`
+    wrote (the file's checksum matched): only then is its metrics text used
+    as it is (:meth:`encoded`) and the line written back as it was
+    (:meth:`line`).
     """
 
-    __slots__ = ("_result", "_text", "dataset", "mtime_ns", "readable", "size")
+    __slots__ = ("_line", "_result", "dataset", "mtime_ns", "readable", "size", "trusted")
 
     def __init__(
         self,
         mtime_ns: int,
         size: int,
         result: RunRecord | UnreadableRun | None,
-        text: str | None = None,
+        *,
+        line: str | None = None,
         dataset: str | None = None,
+        readable: bool = False,
+        trusted: bool = False,
     ) -> None:
         self.mtime_ns, self.size = mtime_ns, size
-        self._result, self._text = result, text
+        self._result, self._line, self.trusted = result, line, trusted
         if result is not None:
             self.readable = isinstance(result, RunRecord)
             self.dataset = result.dataset if isinstance(result, RunRecord) else None
         else:
-            self.readable = bool(text) and text.startswith("{")  # type: ignore[union-attr]
-            self.dataset = dataset
+            self.readable, self.dataset = readable, dataset
+
+    def saved_texts(self) -> tuple[str, str | None]:
+        """The saved result text and metrics text (None for an unreadable run) of a loaded entry."""
+        fields = (self._line or "").split("\t")
+        return fields[4], (fields[5] if len(fields) == 6 else None)
+
+    def pending(self) -> bool:
+        """Whether this is a trusted saved record not decoded yet (see :meth:`encoded`)."""
+        return self._result is None and self.trusted and self.readable
 
     def result(self, run_dir: Path) -> RunRecord | UnreadableRun:
         """The cached result; ``ValueError`` and friends when the saved text is damaged."""
         if self._result is None:
-            text = self._text or ""
-            if text.startswith("{"):
-                record = _record_from_json(text, run_dir)
+            text, metrics = self.saved_texts()
+            if metrics is not None:
+                record = _record_from_json(text, metrics, run_dir)
                 if record.dataset != self.dataset:
                     raise ValueError("the saved dataset field disagrees with the record")
                 self._result = record
@@ -219,55 +256,82 @@ class _Entry:
                 self._result = UnreadableRun(run_dir, reason)
         return self._result
 
+    def encoded(self, run_dir: str) -> EncodedRecord | UnreadableRun:
+        """The decoded result with its metrics encoded again (see :class:`EncodedRecord`).
+
+        For every entry but a :meth:`pending` one, whose record text
+        :meth:`RunCache.read_encoded` decodes with all the others and whose
+        metrics text it uses as saved (``json.dumps`` of the very metrics
+        parsed): both give what ``encoded_record(result)`` gives.
+        ``ValueError`` and friends when the saved text is damaged.
+        """
+        return _encoded(self.result(Path(run_dir)))
+
     def line(self, path: str) -> str:
         """The saved line of this entry for the run directory ``path``.
 
-        An entry loaded from a saved line keeps that line's result text,
-        decoded or not, and writes it back as it was: for a line this cache
-        wrote, that is what encoding the decoded result would give again
-        (a line another tool spaced differently stays as it was, decoded
-        or not), and re-encoding 20,000 unchanged records cost a warm
-        refresh more than a second. Only a result parsed since the load is
-        encoded.
+        A trusted entry loaded from a saved line writes that line back as it
+        was, decoded or not: that is what encoding the decoded result would
+        give again, and re-encoding 20,000 unchanged records cost a warm
+        refresh more than a second. Any other result is encoded (an
+        untrusted one decoded first, which raises ``ValueError`` and friends
+        when it is damaged).
         """
-        if self._text is not None:
-            text = self._text
-        elif self._result is None:
-            text = ""
-        elif isinstance(self._result, RunRecord):
-            text = _record_to_json(self._result)
+        if self.trusted and self._line is not None:
+            return self._line
+        result = self.result(Path(path))
+        if isinstance(result, RunRecord):
+            text, metrics = _record_texts(result)
         else:
-            text = json.dumps(self._result.reason)
+            text, metrics = json.dumps(result.reason), None
         dataset = json.dumps(self.dataset)
-        return f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{dataset}\t{text}"
+        head = f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{dataset}\t{text}"
+        return head if metrics is None else f"{head}\t{metrics}"
 
 
-def _parse_line(line: str) -> tuple[str, _Entry] | None:
+def _parse_line(line: str, *, trusted: bool) -> tuple[str, _Entry] | None:
     """One saved line as ``(run directory, entry)``; None when the line is damaged.
 
     A line is ``path, mtime (ns), size, dataset, result`` separated by tabs,
     each of path, dataset and result as JSON (which escapes tabs and line
-    breaks); the dataset is a string for a readable run and null otherwise.
+    breaks), and for a readable run a sixth field, its metrics as a JSON
+    object; the dataset is a string for a readable run and null otherwise.
+    ``trusted``: the line is as :meth:`RunCache.save` wrote it, so the
+    cheap checks for a line cut short are skipped.
     """
-    fields = line.rstrip("\n").split("\t", 4)
-    if len(fields) != 5 or not _plausible_text(fields[4]):
+    fields = line.split("\t")
+    if len(fields) not in (5, 6) or not (trusted or all(map(_plausible_text, fields[4:]))):
         return None
-    run_dir = _json_string(fields[0])
+    path = fields[0]
+    if trusted and "\\" not in path and path.isascii():
+        # json.dumps wrote it: without an escape, the text between the quotes is the path.
+        run_dir: str | None = path[1:-1]
+    else:
+        run_dir = _json_string(path)
     try:
         mtime_ns, size = int(fields[1]), int(fields[2])
     except ValueError:
         return None
     if run_dir is None:
         return None
-    if fields[4].startswith("{"):
+    readable = len(fields) == 6
+    if readable:
         dataset = _json_string(fields[3])
-        if dataset is None:
+        if dataset is None or not (fields[4].startswith("{") and fields[5].startswith("{")):
             return None
-    elif fields[3] == "null":
+    elif fields[3] == "null" and fields[4].startswith('"'):
         dataset = None
     else:
         return None
-    return run_dir, _Entry(mtime_ns, size, None, fields[4], dataset)
+    entry = _Entry(
+        mtime_ns, size, None, line=line, dataset=dataset, readable=readable, trusted=trusted
+    )
+    return run_dir, entry
+
+
+def _encoded(result: RunRecord | UnreadableRun) -> EncodedRecord | UnreadableRun:
+    """A parsed result as :meth:`RunCache.read_encoded` gives it."""
+    return encoded_record(result) if isinstance(result, RunRecord) else result
 
 
 class RunCache:
@@ -310,25 +374,6 @@ class RunCache:
         entry = self._current(state)
         return None if entry is None else entry.readable
 
-    def _lookup(self, run_dir: Path, state: FileState) -> RunRecord | UnreadableRun | None:
-        """The cached result for ``state``; None when the run must be parsed (again)."""
-        entry = self._current(state)
-        if entry is None:
-            return None
-        try:
-            result = entry.result(run_dir)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            self.damaged += 1
-            logger.warning(
-                "run cache %s: damaged record of %s dropped (%s); parsing the run again",
-                self._where(),
-                display_path(run_dir),
-                exc,
-            )
-            return None
-        self.hits += 1
-        return result
-
     def read(self, run_dir: Path) -> RunRecord | UnreadableRun:
         """The run's record (or why it is unreadable), parsed only when its metrics file changed."""
         return self.read_many([run_dir], workers=1)[0]
@@ -346,29 +391,119 @@ class RunCache:
         :func:`~deepecgkit.rundir.read.discover_runs` calls this for a
         ``reader`` that is a cache or its ``read`` method.
         """
-        results: list[RunRecord | UnreadableRun | None] = []
+        paths = [run_dir if isinstance(run_dir, Path) else Path(run_dir) for run_dir in run_dirs]
+        return self._read_all(paths, paths, lambda entry, path: entry.result(path), workers)
+
+    def read_encoded(
+        self, run_dirs: Sequence[str], *, workers: int | None = None
+    ) -> list[EncodedRecord | UnreadableRun]:
+        """:meth:`read_many` of directories given as text, records as :class:`EncodedRecord`.
+
+        What :func:`~deepecgkit.rundir.read.discover_run_frame` asks for:
+        each result is ``encoded_record`` of what :meth:`read_many` gives
+        (an unreadable run as it is), with the same counts and cache
+        contents, but an unchanged run of a trusted saved cache is not
+        decoded into numbers (see :meth:`_Entry.encoded`), the record texts
+        of all of them are decoded in one call, and no
+        :class:`~pathlib.Path` is built for them.
+        """
+        results = self._read_all(
+            run_dirs,
+            None,
+            lambda entry, key: entry if entry.pending() else entry.encoded(key),
+            workers,
+            convert=_encoded,
+        )
+        pending = [number for number, result in enumerate(results) if isinstance(result, _Entry)]
+        texts = [results[number].saved_texts() for number in pending]
+        try:
+            decoded = json.loads("[" + ",".join([text for text, _ in texts]) + "]")
+        except ValueError:
+            decoded = None
+        if not isinstance(decoded, list) or len(decoded) != len(pending):
+            decoded = [None] * len(pending)  # each text decoded on its own, damage and all
+        again: list[int] = []
+        for number, fields, (text, metrics) in zip(pending, decoded, texts, strict=True):
+            entry = results[number]
+            try:
+                data = _saved_fields(text if fields is None else fields)
+                if data["dataset"] != entry.dataset or metrics is None:
+                    raise ValueError("the saved dataset field disagrees with the record")
+                results[number] = EncodedRecord(run_dirs[number], metrics=metrics, **data)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                self.hits -= 1
+                self._damage(run_dirs[number], exc)
+                again.append(number)
+        parsed = read_runs([Path(run_dirs[number]) for number in again], workers=workers)
+        for number, outcome in zip(again, parsed, strict=True):
+            entry = results[number]
+            results[number] = _encoded(outcome)
+            self.misses += 1
+            self._entries[os.fspath(run_dirs[number])] = _Entry(entry.mtime_ns, entry.size, outcome)
+        return results
+
+    def _read_all(
+        self,
+        keys: Sequence[str] | Sequence[Path],
+        paths: Sequence[Path] | None,
+        cached: Callable[[_Entry, Any], Any],
+        workers: int | None,
+        *,
+        convert: Callable[[RunRecord | UnreadableRun], Any] | None = None,
+    ) -> list[Any]:
+        """Each directory's result: ``cached(entry, key)`` of a hit, parsed (then ``convert``-ed).
+
+        ``keys`` are the directories as the caller gave them, ``paths``
+        their :class:`~pathlib.Path` objects (None: built for the misses
+        only). A hit whose saved text is damaged is counted, logged and
+        parsed again.
+        """
+        results: list[Any] = []
         misses: list[tuple[int, Path, FileState | None]] = []
-        for run_dir in run_dirs:
-            path = run_dir if isinstance(run_dir, Path) else Path(run_dir)
-            state = metrics_file_state(path)
+        for number, key in enumerate(keys):
+            text = os.fspath(key)
+            state = metrics_file_state(text)
+            result = None
             if state is None:  # not a regular file: never cached, read_run says why
-                self._entries.pop(os.fspath(path), None)
-                self._visited.add(os.fspath(path))
-                cached = None
+                self._entries.pop(text, None)
+                self._visited.add(text)
             else:
-                cached = self._lookup(path, state)
-            if cached is None:
+                entry = self._current(state)
+                if entry is not None:
+                    result = self._decoded(entry, key, cached)
+            if result is None:
+                path = Path(text) if paths is None else paths[number]
                 misses.append((len(results), path, state))
-            results.append(cached)
+            results.append(result)
         parsed = read_runs([path for _, path, _ in misses], workers=workers)
-        for (index, _, state), result in zip(misses, parsed, strict=True):
-            results[index] = result
+        for (index, _, state), outcome in zip(misses, parsed, strict=True):
+            results[index] = outcome if convert is None else convert(outcome)
             if state is not None:
                 # Stored under the state seen *before* parsing: if the file changed in
                 # between, the next lookup misses and parses again.
                 self.misses += 1
-                self._entries[state.path] = _Entry(state.mtime_ns, state.size, result)
-        return results  # type: ignore[return-value]
+                self._entries[state.path] = _Entry(state.mtime_ns, state.size, outcome)
+        return results
+
+    def _decoded(self, entry: _Entry, key: Any, cached: Callable[[_Entry, Any], Any]) -> Any:
+        """``cached(entry, key)`` counted as a hit; None (counted as damage) when it fails."""
+        try:
+            result = cached(entry, key)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            self._damage(key, exc)
+            return None
+        self.hits += 1
+        return result
+
+    def _damage(self, run_dir: Any, exc: Exception) -> None:
+        """Count and log a damaged saved record; its run is parsed again."""
+        self.damaged += 1
+        logger.warning(
+            "run cache %s: damaged record of %s dropped (%s); parsing the run again",
+            self._where(),
+            display_path(run_dir),
+            exc,
+        )
 
     def prune(self, keep: Iterable[str]) -> None:
         """Forget runs whose directories are no longer in ``keep``."""
@@ -454,9 +589,21 @@ class RunCache:
         target = self.path if path is None else Path(path)
         if target is None:
             raise ValueError("save() needs a path for a cache that was not loaded from one")
-        lines = [json.dumps({"format": CACHE_FORMAT_VERSION})]
-        lines += [entry.line(run_dir) for run_dir, entry in sorted(self._entries.items())]
-        return atomic_write_text(target, "\n".join(lines) + "\n")
+        lines = []
+        for run_dir, entry in sorted(self._entries.items()):
+            try:
+                lines.append(entry.line(run_dir))
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                # An untrusted line that cannot be decoded: left out, its run parsed again.
+                logger.warning(
+                    "run cache %s: damaged record of %s not saved (%s)",
+                    self._where(),
+                    display_path(run_dir),
+                    exc,
+                )
+        body = "".join(f"{line}\n" for line in lines)
+        header = json.dumps({"format": CACHE_FORMAT_VERSION, "sha256": _checksum(body.encode())})
+        return atomic_write_text(target, f"{header}\n{body}")
 
     @classmethod
     def load(cls, path: Path | str) -> RunCache:
@@ -483,7 +630,8 @@ class RunCache:
             return cache
         header, _, body = text.partition("\n")
         try:
-            version = json.loads(header).get("format")
+            fields = json.loads(header)
+            version = fields.get("format")
         except (ValueError, AttributeError):
             logger.warning("run cache %s has a damaged header; rebuilding it", cache._where())
             return cache
@@ -495,10 +643,16 @@ class RunCache:
                 CACHE_FORMAT_VERSION,
             )
             return cache
+        trusted = fields.get("sha256") == _checksum(data.partition(b"\n")[2])
+        if not trusted:
+            logger.warning(
+                "run cache %s does not match its checksum; every record is checked as it is used",
+                cache._where(),
+            )
         for line in body.split("\n"):
             if not line:
                 continue
-            parsed = _parse_line(line)
+            parsed = _parse_line(line, trusted=trusted)
             if parsed is None:
                 cache.damaged += 1
                 continue
@@ -526,6 +680,11 @@ class TreeState:
     entries: tuple[FileState, ...]
     pending: tuple[str, ...]
     digest: str
+
+
+def _checksum(body: bytes) -> str:
+    """The SHA-256 (hex) of a saved cache's body, recorded in its header."""
+    return hashlib.sha256(body).hexdigest()
 
 
 def _digest(entries: Iterable[tuple[str, int, int]]) -> str:

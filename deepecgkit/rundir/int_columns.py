@@ -68,7 +68,8 @@ def exact_int_array(values: Iterable[int | None]) -> Any:
     """
     items: Sequence[int | None] = values if isinstance(values, list) else list(values)
     known = [value for value in items if value is not None]
-    if not all(_fits(value) for value in known):
+    # The extremes decide (compared as exact ints, at C speed: 100,000 runs per column).
+    if known and not (_fits(min(known)) and _fits(max(known))):
         return np.asarray(items, dtype=object)
     if len(known) == len(items):
         return np.asarray(items, dtype=np.int64)

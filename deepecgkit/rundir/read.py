@@ -47,6 +47,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+import pandas as pd
+
 from deepecgkit.io import (
     REASON_MISSING,
     REASON_PERMISSION,
@@ -92,7 +94,13 @@ from deepecgkit.rundir.listing import (
     listing_signature,
     metrics_entry_error,
 )
-from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, RunRecord, UnreadableRun
+from deepecgkit.rundir.records import (
+    DIAGNOSTIC_KEYS,
+    EncodedRecord,
+    RunRecord,
+    UnreadableRun,
+    records_to_frame,
+)
 
 __all__ = [
     "DIAGNOSTIC_KEYS",
@@ -101,9 +109,11 @@ __all__ = [
     "ON_DUPLICATE_NEWEST",
     "ON_DUPLICATE_POLICIES",
     "BatchReader",
+    "EncodedBatchReader",
     "RunRecord",
     "UnreadableRun",
     "available_cpus",
+    "discover_run_frame",
     "discover_runs",
     "encoder_checkpoints",
     "find_encoder_checkpoints",
@@ -431,6 +441,7 @@ def read_run(run_dir: Path | str) -> RunRecord | UnreadableRun:
     if seed is None:
         seed = _seed_from_directory(run_dir)
     fingerprint = metadata.get("params_fingerprint")
+    checkpoint = metadata.get(CHECKPOINT_KEY)
     split_info, problem = _read_json_reason(os.path.join(directory, SPLIT_INFO_FILENAME))
     if problem is not None:
         notes.append(f"{SPLIT_INFO_FILENAME} {problem}; split sizes unknown")
@@ -447,6 +458,7 @@ def read_run(run_dir: Path | str) -> RunRecord | UnreadableRun:
         returncode=_metadata_int(metadata, "returncode", notes),
         fingerprint=fingerprint if isinstance(fingerprint, str) else None,
         suspect=tuple(notes),
+        checkpoint=checkpoint if isinstance(checkpoint, str) and checkpoint else None,
         **sizes,
     )
 
@@ -714,19 +726,23 @@ def find_run_directories(
 # --- discovery ---------------------------------------------------------------------------------
 
 
-def _duplicate_key(record: RunRecord) -> tuple[str, str, int | None, str | None]:
+#: What a candidate's reading gives, and what discovery keeps of it (the rules of
+#: :func:`_select_runs` read the same fields of either kind of record).
+_Kept = RunRecord | EncodedRecord
+_Result = RunRecord | EncodedRecord | UnreadableRun
+
+
+def _duplicate_key(record: _Kept) -> tuple[str, str, int | None, str | None]:
     return (record.dataset, record.model, record.seed, record.fingerprint)
 
 
-def _sort_key(record: RunRecord) -> tuple:
+def _sort_key(record: _Kept) -> tuple:
     # A run without a seed sorts before every seeded run: (False, 0) < (True, seed).
     seed = (record.seed is not None, 0 if record.seed is None else record.seed)
     return (record.dataset, record.model, seed, record.fingerprint or "", str(record.run_dir))
 
 
-def _resolve_duplicates(
-    records: list[RunRecord], on_duplicate: str, dropped: list[str]
-) -> list[RunRecord]:
+def _resolve_duplicates(records: list[_Kept], on_duplicate: str, dropped: list[str]) -> list[_Kept]:
     """Apply the duplicate policy; append a diagnostic for every dropped record.
 
     Duplicates are rare, so the keys are first counted as a set: a grid
@@ -906,6 +922,15 @@ def _batch_reader(reader: object) -> BatchReader | None:
     return None
 
 
+def _check_policy(on_duplicate: str) -> None:
+    """``ValueError`` for an unknown duplicate policy (before any scanning)."""
+    if on_duplicate not in ON_DUPLICATE_POLICIES:
+        raise ValueError(
+            f"Unknown on_duplicate: {on_duplicate!r} "
+            f"(choose from {', '.join(ON_DUPLICATE_POLICIES)})"
+        )
+
+
 def discover_runs(
     roots: Sequence[Path | str] | Path | str,
     *,
@@ -961,13 +986,8 @@ def discover_runs(
     hyperparameter setting. Failed runs are set aside because a run can
     write its metrics and then crash.
     """
-    if on_duplicate not in ON_DUPLICATE_POLICIES:
-        raise ValueError(
-            f"Unknown on_duplicate: {on_duplicate!r} "
-            f"(choose from {', '.join(ON_DUPLICATE_POLICIES)})"
-        )
+    _check_policy(on_duplicate)
     diagnostics: dict[str, list[str]] = {key: [] for key in DIAGNOSTIC_KEYS}
-    records: list[RunRecord] = []
     candidates, problems = find_run_candidates(roots, recursive=recursive)
     diagnostics["unreadable"] += [problem.entry() for problem in problems]
     batch = None if reader is None else _batch_reader(reader)
@@ -988,6 +1008,28 @@ def discover_runs(
                 min_total=PROGRESS_MIN_RUNS,
             )
         )
+    policy = (on_duplicate, include_failed, include_legacy)
+    return _select_runs(candidates, results, diagnostics, policy), diagnostics
+
+
+def _select_runs(
+    candidates: Sequence[Path] | Sequence[str],
+    results: Iterable[_Result],
+    diagnostics: dict[str, list[str]],
+    policy: tuple[str, bool, bool],
+) -> list[_Kept]:
+    """The runs discovery keeps of each candidate's result, sorted; diagnostics appended.
+
+    ``policy`` is ``(on_duplicate, include_failed, include_legacy)`` of :func:`discover_runs`.
+
+    The one definition of what :func:`discover_runs` and
+    :func:`discover_run_frame` keep, report and in which order: the results
+    may be :class:`RunRecord` or :class:`EncodedRecord` items (the rules read
+    no metric), and a candidate given as text reads as its
+    :class:`~pathlib.Path` does.
+    """
+    on_duplicate, include_failed, include_legacy = policy
+    records: list[_Kept] = []
     for run_dir, record in zip(candidates, results, strict=True):
         if isinstance(record, UnreadableRun):
             diagnostics["unreadable"].append(record.entry())
@@ -1005,7 +1047,51 @@ def discover_runs(
         records.append(record)
     records = _resolve_duplicates(records, on_duplicate, diagnostics["duplicate"])
     records.sort(key=_sort_key)
-    return records, diagnostics
+    return records
+
+
+class EncodedBatchReader(Protocol):
+    """What :func:`discover_run_frame` asks for every candidate at once (a :class:`RunCache`)."""
+
+    def read_encoded(
+        self, run_dirs: Sequence[str], *, workers: int | None = None
+    ) -> list[EncodedRecord | UnreadableRun]: ...
+
+
+def discover_run_frame(
+    roots: Sequence[Path | str] | Path | str,
+    *,
+    cache: EncodedBatchReader,
+    recursive: bool = False,
+    include_legacy: bool = False,
+    on_duplicate: str = ON_DUPLICATE_NEWEST,
+    include_failed: bool = False,
+    workers: int | None = None,
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """:func:`discover_runs` through a run cache, as the records frame the platform stores.
+
+    Equal, frame and diagnostics alike, to::
+
+        records, diagnostics = discover_runs(roots, ..., reader=cache)
+        records_to_frame(records), diagnostics
+
+    at a fraction of a warm rescan's cost: candidates stay path strings,
+    and each unchanged run comes from the cache as an
+    :class:`EncodedRecord` (its metrics as saved JSON text), so no record
+    of an unchanged run is decoded into numbers and encoded again. The
+    options are :func:`discover_runs`'; ``cache`` parses its misses (in
+    ``workers`` processes when many, see :func:`read_runs`).
+
+    Raises:
+        ValueError: as :func:`discover_runs`.
+    """
+    _check_policy(on_duplicate)
+    diagnostics: dict[str, list[str]] = {key: [] for key in DIAGNOSTIC_KEYS}
+    candidates, problems = find_run_candidate_paths(roots, recursive=recursive)
+    diagnostics["unreadable"] += [problem.entry() for problem in problems]
+    results = cache.read_encoded(candidates, workers=workers)
+    policy = (on_duplicate, include_failed, include_legacy)
+    return records_to_frame(_select_runs(candidates, results, diagnostics, policy)), diagnostics
 
 
 # --- encoder checkpoints ---------------------------------------------------------------

@@ -12,6 +12,7 @@ split sizes and return codes travel as exact integers
 
 from __future__ import annotations
 
+import collections
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,8 +29,11 @@ __all__ = [
     "DIAGNOSTIC_KEYS",
     "RECORD_COLUMNS",
     "RUN_FRAME_COLUMNS",
+    "EncodedRecord",
     "RunRecord",
     "UnreadableRun",
+    "encoded_record",
+    "frame_metric_names",
     "frame_to_records",
     "record_frame_to_runs",
     "records_to_frame",
@@ -67,6 +71,10 @@ class RunRecord(NamedTuple):
     epoch. Split sizes and the seed are None when unknown; a seed is kept as
     the exact Python int recorded, whatever its size. ``suspect`` holds one
     note per thing set aside from the run (see :func:`read_run`).
+    ``checkpoint`` is the encoder checkpoint ``run_metadata.json`` records
+    (its text, relative to the run directory), None when it records none:
+    knowing it from discovery spares the transfer matrix a read of every
+    run's metadata (see :func:`~deepecgkit.rundir.read.find_encoder_checkpoints`).
     """
 
     run_dir: Path
@@ -84,6 +92,25 @@ class RunRecord(NamedTuple):
     returncode: int | None = None
     fingerprint: str | None = None
     suspect: tuple[str, ...] = ()
+    checkpoint: str | None = None
+
+
+#: A :class:`RunRecord` whose metrics are already the JSON text a records frame holds.
+#: What a warm discovery works with (see
+#: :func:`~deepecgkit.rundir.read.discover_run_frame`): the run cache keeps each
+#: record's metrics as the text ``json.dumps(record.metrics)`` gave when it was
+#: saved, so a run that did not change goes into the records frame without its 24
+#: numbers being decoded and encoded again (at 20,000 runs that round trip cost most
+#: of a second). The fields are :class:`RunRecord`'s, with the same defaults;
+#: ``run_dir`` is the directory as text and ``metrics`` that JSON text.
+EncodedRecord = collections.namedtuple(
+    "EncodedRecord", RunRecord._fields, defaults=tuple(RunRecord._field_defaults.values())
+)
+
+
+def encoded_record(record: RunRecord) -> EncodedRecord:
+    """``record`` with its metrics encoded as a records frame holds them (one encoder call)."""
+    return EncodedRecord(str(record.run_dir), *record[1:6], json.dumps(record.metrics), *record[7:])
 
 
 class UnreadableRun(NamedTuple):
@@ -189,21 +216,26 @@ def record_frame_to_runs(frame: pd.DataFrame) -> pd.DataFrame:
     return _long_frame(columns, metrics)
 
 
-def records_to_frame(records: list[RunRecord]) -> pd.DataFrame:
+def records_to_frame(records: Sequence[RunRecord] | Sequence[EncodedRecord]) -> pd.DataFrame:
     """One row per record; ``metrics`` and ``suspect`` become JSON text so the frame fits a CSV.
 
     Seeds, split sizes and return codes are exact integer columns (int64,
     nullable Int64, or Python ints for a seed beyond int64), never float.
     Built column by column (one list per field, the records transposed at
     once), not row by row. A record without suspect notes (nearly all) gets
-    the text ``[]`` without a call to the encoder.
+    the text ``[]`` without a call to the encoder. :class:`EncodedRecord`
+    items bring their metrics text along (it is used as it is); the two
+    kinds give the same frame for the same runs.
     """
     fields = list(zip(*records, strict=True)) or [()] * len(RECORD_COLUMNS)
     columns: dict[str, Any] = {
         field: list(values) for field, values in zip(RECORD_COLUMNS, fields, strict=True)
     }
     columns["run_dir"] = [str(path) for path in columns["run_dir"]]
-    columns["metrics"] = [json.dumps(metrics) for metrics in columns["metrics"]]
+    columns["metrics"] = [
+        metrics if isinstance(metrics, str) else json.dumps(metrics)
+        for metrics in columns["metrics"]
+    ]
     columns["suspect"] = [
         "[]" if notes == () else json.dumps(list(notes)) for notes in columns["suspect"]
     ]
@@ -216,12 +248,34 @@ def records_to_frame(records: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(columns, columns=RECORD_COLUMNS)
 
 
+def frame_metric_names(frame: pd.DataFrame) -> set[str]:
+    """Every metric name any row of a records frame reports (the keys of its ``metrics`` texts).
+
+    Equal to ``{name for record in frame_to_records(frame) for name in record.metrics}``
+    without decoding a single value. Values are JSON numbers, ``NaN`` or
+    ``Infinity``, which hold no quote, so in a text without a backslash
+    (no escaped character) every second piece between quotes is a key,
+    and the texts can be split at once; a text with a backslash goes
+    through the JSON decoder.
+    """
+    plain: list[str] = []
+    names: set[str] = set()
+    for text in frame["metrics"].tolist():
+        if "\\" in text:
+            names.update(json.loads(text))
+        else:
+            plain.append(text)
+    names.update("".join(plain).split('"')[1::2])
+    return names
+
+
 def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
     """Inverse of :func:`records_to_frame` (as stored and reloaded by the IO manager)."""
     columns = {column: frame[column].tolist() for column in frame.columns}
     missing: list[Any] = [None] * len(frame)
     fingerprints = columns.get("fingerprint", missing)
     suspects = columns.get("suspect", missing)
+    checkpoints = columns.get("checkpoint", missing)
     ints = [[exact_int_value(value) for value in columns[field]] for field in _INT_FIELDS]
     records = []
     for i, (fingerprint, suspect) in enumerate(zip(fingerprints, suspects, strict=True)):
@@ -237,6 +291,7 @@ def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
                 fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
                 **{field: values[i] for field, values in zip(_INT_FIELDS, ints, strict=True)},
                 suspect=tuple(json.loads(suspect or "[]")),
+                checkpoint=checkpoints[i] if isinstance(checkpoints[i], str) else None,
             )
         )
     return records

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "memo_entry",
     "recalled_facts",
     "stat_signature",
+    "unchanged_memo",
 ]
 
 #: What a memo records of each file: ``[sha256, *stat signature]``.
@@ -60,6 +61,10 @@ _FACT_TYPES: dict[str, tuple[type, ...]] = {
     "predictions": (str, type(None)),
 }
 _SIGNATURE_LENGTH = 5
+#: The types each fact may have, as a set of exact types (bool only where listed).
+_FACT_EXACT_TYPES = {key: frozenset(kinds) for key, kinds in _FACT_TYPES.items()}
+#: Stands for a missing key (None is a fact's value).
+_ABSENT = object()
 
 
 def stat_signature(info: os.stat_result) -> list[int]:
@@ -91,13 +96,29 @@ def memo_entry(files: Mapping[str, tuple[str, list[int]]], facts: MemoFacts) -> 
     }
 
 
+def unchanged_memo(entry: dict[str, Any], facts: MemoFacts) -> bool:
+    """Whether a recalled memo is already the one :func:`memo_entry` would make of ``facts``.
+
+    ``entry`` must have passed :func:`recalled_facts`, so its files are the
+    ones a new memo would record; it is kept as it is (not rebuilt for each
+    of 20,000 runs) when it holds no other key and every fact is equal. The
+    fact types are checked, so equal values are also equal JSON (a seed
+    ``True`` never stands for ``1``).
+    """
+    return len(entry) == 1 + len(_FACT_TYPES) and all(
+        entry[key] == facts[key] for key in _FACT_TYPES
+    )
+
+
 def _well_formed(entry: Any) -> bool:
     """Whether a memo read back from the cache has the layout :func:`memo_entry` writes.
 
     A signature's numbers are not checked one by one: one that is not the
     file's stat (of whatever type) differs from it, and the run is a miss.
+    Types are compared exactly (a memo is decoded JSON, whose values have
+    exact types), so a bool never passes for an int.
     """
-    if not isinstance(entry, dict) or not isinstance(entry.get("files"), dict):
+    if type(entry) is not dict or type(entry.get("files")) is not dict:
         return False
     for recorded in entry["files"].values():
         if (
@@ -106,16 +127,15 @@ def _well_formed(entry: Any) -> bool:
             or type(recorded[0]) is not str
         ):
             return False
-    return all(
-        key in entry
-        and isinstance(entry[key], kinds)
-        and not (isinstance(entry[key], bool) and bool not in kinds)
-        for key, kinds in _FACT_TYPES.items()
-    )
+    return all(type(entry.get(key, _ABSENT)) in kinds for key, kinds in _FACT_EXACT_TYPES.items())
 
 
 def recalled_facts(
-    entry: Any, directory: str, *, names: Iterable[str]
+    entry: Any,
+    directory: str,
+    *,
+    names: Iterable[str],
+    present: Collection[str] | None = None,
 ) -> tuple[dict[str, str], MemoFacts, dict[str, float]] | None:
     """The hashes, facts and file mtimes of an unchanged run; None when anything changed.
 
@@ -126,6 +146,9 @@ def recalled_facts(
             order their hashes are recorded (the predictions file's name is
             taken from the memo and must still be the one
             :func:`~deepecgkit.rundir.read.predictions_path` finds; the caller checks that).
+        present: the names of the directory's entries, when the caller listed
+            it: a file recorded as absent must not be among them (None: each
+            is checked with ``lstat``).
 
     Returns:
         ``(files, facts, mtimes)``: ``files`` maps each present file to its
@@ -137,20 +160,43 @@ def recalled_facts(
     recorded: dict[str, MemoFile] = entry["files"]
     predictions = entry["predictions"]
     ordered = [*names, *([predictions] if predictions is not None else [])]
-    if set(recorded) - set(ordered) or (predictions is not None and predictions not in recorded):
+    if not recorded.keys() <= set(ordered) or (
+        predictions is not None and predictions not in recorded
+    ):
         return None
+    # Paths by concatenation: os.path.join is a Python function, called
+    # three times per run of 20,000 (a run directory never ends in a separator
+    # but the root's "/", which keeps it).
+    prefix = directory if directory.endswith(os.sep) else directory + os.sep
     files: dict[str, str] = {}
     mtimes: dict[str, float] = {}
     for name in ordered:
-        path = os.path.join(directory, name)
-        if name not in recorded:
-            if os.path.lexists(path):
-                return None
-            continue
-        found = file_signature(path)
-        if found is None or found[0] != recorded[name][1:]:
+        path = prefix + name
+        kept = recorded.get(name)
+        if kept is None:
+            if present is not None:
+                if name in present:
+                    return None
+                continue
+            try:
+                os.lstat(path)
+            except (OSError, ValueError):  # absent, as recorded (os.path.lexists's test)
+                continue
             return None
-        files[name] = recorded[name][0]
-        mtimes[name] = found[1]
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if not (
+            stat.S_ISREG(info.st_mode)
+            and kept[1] == info.st_size
+            and kept[2] == info.st_mtime_ns
+            and kept[3] == info.st_ino
+            and kept[4] == info.st_ctime_ns
+            and kept[5] == info.st_dev
+        ):
+            return None
+        files[name] = kept[0]
+        mtimes[name] = info.st_mtime
     facts = {key: entry[key] for key in _FACT_TYPES}
     return files, facts, mtimes

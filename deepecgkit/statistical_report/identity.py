@@ -54,7 +54,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -63,9 +63,12 @@ from deepecgkit.io import REASON_MISSING, UnreadableFileError
 from deepecgkit.rundir.format import (
     METADATA_FILENAME,
     METRICS_FILENAME,
+    PREDICTIONS_FILENAME,
+    PREDICTIONS_TXT_FILENAME,
     PROBABILITY_SUM_TOLERANCE,
     SPLIT_INFO_FILENAME,
 )
+from deepecgkit.rundir.int_columns import exact_int_value
 from deepecgkit.rundir.read import (
     UnreadableRun,
     parse_predictions,
@@ -79,6 +82,7 @@ from deepecgkit.statistical_report.file_memo import (
     memo_entry,
     recalled_facts,
     stat_signature,
+    unchanged_memo,
 )
 
 __all__ = [
@@ -86,11 +90,13 @@ __all__ = [
     "STATUS_INCLUDED",
     "STATUS_PARTIAL",
     "ContentVerdict",
+    "RunFacts",
     "RunInput",
     "ValidPredictions",
     "assess_runs",
     "content_key",
     "predictions_of",
+    "run_facts",
     "seed_of",
 ]
 
@@ -120,6 +126,8 @@ DUPLICATE_RUN = "duplicate_run"
 
 #: Files whose SHA-256 the manifest records (the predictions file under its own name).
 HASHED_FILES = (METRICS_FILENAME, METADATA_FILENAME, SPLIT_INFO_FILENAME)
+#: The names a predictions file may have (see :func:`~deepecgkit.rundir.read.predictions_path`).
+_PREDICTIONS_NAMES = frozenset({PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME})
 #: The fields of the metadata (checks 2 and 9) and split files (check 10) the contract reads.
 CHECKED_METADATA_FIELDS = ("params_fingerprint", "error")
 CHECKED_SPLIT_FIELDS = ("n_test", "n_test_groups")
@@ -167,6 +175,43 @@ class ContentVerdict:
     detail: str = ""
     n_rows: int = 0
     n_groups: int = 0
+
+
+class RunFacts(NamedTuple):
+    """What the contract takes from a caller's record of a run (a :class:`RunRecord` has them).
+
+    ``run_dir`` is the run directory's path, as text or a ``Path``; ``mtime``
+    the metrics file's modification time (seconds since the epoch) when the
+    record was read: the other facts are used only while the file still has it.
+    """
+
+    run_dir: str | Path
+    model: str
+    dataset: str
+    seed: int | None
+    returncode: int | None
+    mtime: float
+
+
+def run_facts(frame: pd.DataFrame) -> list[RunFacts]:
+    """The :class:`RunFacts` of each row of a records frame (``records_to_frame``'s layout).
+
+    The same values :func:`~deepecgkit.rundir.records.frame_to_records` gives
+    these fields, without decoding each row's metrics and diagnostics (the
+    report needs only these six) and with ``run_dir`` as the frame's text,
+    not a ``Path``.
+    """
+    columns = [frame[name].tolist() for name in ("run_dir", "model", "dataset", "mtime")]
+    seeds, returncodes = (
+        [exact_int_value(value) for value in frame[name].tolist()]
+        for name in ("seed", "returncode")
+    )
+    return [
+        RunFacts(str(run_dir), str(model), str(dataset), seed, returncode, float(mtime))
+        for run_dir, model, dataset, mtime, seed, returncode in zip(
+            *columns, seeds, returncodes, strict=True
+        )
+    ]
 
 
 def content_key(name: str, sha256: str) -> str:
@@ -282,7 +327,7 @@ def _set_facts(run: RunInput, facts: MemoFacts) -> None:
 
 
 def _identity_facts(
-    run: RunInput, record: RunRecord | None, metrics_mtime: float | None
+    run: RunInput, record: RunRecord | RunFacts | None, metrics_mtime: float | None
 ) -> MemoFacts:
     """Model, dataset, seed and returncode: from ``record`` while its metrics mtime holds.
 
@@ -301,8 +346,26 @@ def _identity_facts(
     }
 
 
+def _entry_names(directory: Path) -> frozenset[str] | None:
+    """The names of the entries of a run directory; None when it cannot be listed.
+
+    One listing answers every "is this name there" of the contract (which
+    predictions file, which optional file is absent) for what two ``lstat``
+    calls cost; a directory that cannot be listed is asked name by name, as before.
+    """
+    try:
+        return frozenset(os.listdir(directory))
+    except (OSError, ValueError):
+        return None
+
+
 def _recall(
-    run: RunInput, memo: Any, known: Mapping[str, ContentVerdict], record: RunRecord | None
+    run: RunInput,
+    memo: Any,
+    known: Mapping[str, ContentVerdict],
+    record: RunRecord | RunFacts | None,
+    *,
+    present: frozenset[str] | None = None,
 ) -> bool:
     """Fill the run from an earlier build's memo when none of its files changed.
 
@@ -313,7 +376,7 @@ def _recall(
     name = None if run.predictions_file is None else run.predictions_file.name
     if not isinstance(memo, dict) or memo.get("predictions") != name:
         return False
-    recalled = recalled_facts(memo, os.fspath(run.path), names=HASHED_FILES)
+    recalled = recalled_facts(memo, os.fspath(run.path), names=HASHED_FILES, present=present)
     if recalled is None:
         return False
     files, facts, mtimes = recalled
@@ -327,8 +390,10 @@ def _recall(
         facts.update(_identity_facts(run, record, record.mtime))
     _set_facts(run, facts)
     run.files, run.verdict = files, verdict
-    run.memo = memo_entry(
-        {key: (value[0], value[1:]) for key, value in memo["files"].items()}, facts
+    run.memo = (
+        memo
+        if unchanged_memo(memo, facts)
+        else memo_entry({key: (value[0], value[1:]) for key, value in memo["files"].items()}, facts)
     )
     return True
 
@@ -337,7 +402,7 @@ def _load(
     run: RunInput,
     known: Mapping[str, ContentVerdict],
     *,
-    record: RunRecord | None = None,
+    record: RunRecord | RunFacts | None = None,
     memo: Any = None,
 ) -> None:
     """Fill the run from its files (or its unchanged memo); raise ``_Unreadable`` for check 1.
@@ -347,8 +412,10 @@ def _load(
     predictions file whose key is in ``known`` is not parsed: its verdict is
     taken and its bytes kept for :func:`predictions_of`.
     """
-    run.predictions_file = predictions_path(run.path)
-    if memo is not None and _recall(run, memo, known, record):
+    present = _entry_names(run.path)
+    if present is None or not present.isdisjoint(_PREDICTIONS_NAMES):
+        run.predictions_file = predictions_path(run.path)
+    if memo is not None and _recall(run, memo, known, record, present=present):
         return
     contents, signatures, metrics_mtime = {}, {}, None
     for name in HASHED_FILES:
@@ -647,7 +714,7 @@ def assess_runs(
     *,
     allow_partial: bool,
     known: Mapping[str, ContentVerdict] | None = None,
-    records: Sequence[RunRecord | None] | None = None,
+    records: Sequence[RunRecord | RunFacts | None] | None = None,
     memos: Mapping[str, Any] | None = None,
 ) -> list[RunInput]:
     """Apply the identity contract to every discovered run directory.

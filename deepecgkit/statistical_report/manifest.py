@@ -9,7 +9,9 @@ NaN is written as ``null`` (strict JSON). Its ``caveats`` and
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import platform
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,9 @@ import scipy
 
 import deepecgkit
 from deepecgkit.analysis.compare.mcnemar import MCNEMAR_CAVEAT, MCNEMAR_CAVEAT_CODE
-from deepecgkit.io import display_path, json_text
+from deepecgkit.io import display_path, json_ready
 from deepecgkit.statistical_report.identity import RunInput
+from deepecgkit.statistical_report.indented_json import indented_json
 from deepecgkit.statistical_report.tables import run_identity
 
 __all__ = [
@@ -28,6 +31,7 @@ __all__ = [
     "MANIFEST_FILENAME",
     "build_manifest",
     "manifest_bytes",
+    "matplotlib_version",
     "sha256_bytes",
     "versions",
 ]
@@ -73,20 +77,32 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def versions(plots: bool) -> dict[str, str | None]:
-    """Versions of the libraries that shaped the numbers (matplotlib only when it drew)."""
-    matplotlib_version = None
-    if plots:
+@cache
+def matplotlib_version() -> str:
+    """The installed matplotlib's version, from its distribution's metadata (read once).
+
+    Reading the metadata spares a report that draws nothing (every run
+    excluded, or every figure kept) the import of matplotlib, a large share
+    of a one-run refresh in a fresh process. Without the metadata (a source
+    tree on the path), matplotlib is imported for its ``__version__``.
+    """
+    try:
+        return importlib.metadata.version("matplotlib")
+    except importlib.metadata.PackageNotFoundError:
         import matplotlib
 
-        matplotlib_version = matplotlib.__version__
+        return matplotlib.__version__
+
+
+def versions(plots: bool) -> dict[str, str | None]:
+    """Versions of the libraries that shaped the numbers (matplotlib only when it drew)."""
     return {
         "python": platform.python_version(),
         "deepecgkit": deepecgkit.__version__,
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "pandas": pd.__version__,
-        "matplotlib": matplotlib_version,
+        "matplotlib": matplotlib_version() if plots else None,
     }
 
 
@@ -184,5 +200,19 @@ def build_manifest(
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:
-    """UTF-8 JSON, indent 2, keys in insertion order, NaN as ``null``, trailing newline."""
-    return json_text(manifest, ensure_ascii=False).encode("utf-8")
+    """UTF-8 JSON, indent 2, keys in insertion order, NaN as ``null``, trailing newline.
+
+    The bytes of :func:`~deepecgkit.io.json_text` (``ensure_ascii=False``),
+    written by :func:`~deepecgkit.statistical_report.indented_json.indented_json`,
+    which leaves most of the encoding to the C encoder. A manifest of plain
+    values (text, Python numbers, lists and dicts: what :func:`build_manifest`
+    builds, and what :func:`~deepecgkit.io.json_ready` would return unchanged)
+    is written as it is; only one that JSON refuses as it stands (a NaN, a
+    numpy value, a path) goes through ``json_ready`` first, so 20,000 input
+    entries are not copied to learn that nothing needed converting.
+    """
+    try:
+        text = indented_json(manifest, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = indented_json(json_ready(manifest), ensure_ascii=False)
+    return (text + "\n").encode("utf-8")

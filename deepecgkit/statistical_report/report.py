@@ -30,11 +30,13 @@ namesakes and others are left alone (and are not listed in the new manifest).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import logging
 import numbers
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -69,11 +71,18 @@ from deepecgkit.progress import logged_progress
 from deepecgkit.rundir.format import METRICS_FILENAME, PROBABILITY_SUM_TOLERANCE
 from deepecgkit.rundir.read import UnreadableRun, find_run_candidates, is_run_directory
 from deepecgkit.rundir.records import RunRecord
-from deepecgkit.statistical_report.identity import UNREADABLE, RunInput, assess_runs, seed_of
+from deepecgkit.statistical_report.identity import (
+    UNREADABLE,
+    RunFacts,
+    RunInput,
+    assess_runs,
+    seed_of,
+)
 from deepecgkit.statistical_report.manifest import (
     MANIFEST_FILENAME,
     build_manifest,
     manifest_bytes,
+    matplotlib_version,
     sha256_bytes,
     versions,
 )
@@ -86,6 +95,7 @@ from deepecgkit.statistical_report.reuse import (
     environment,
     figure_files,
     figure_key,
+    write_changed,
 )
 from deepecgkit.statistical_report.tables import (
     EXCLUSION_COLUMNS,
@@ -225,7 +235,7 @@ def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
         )
 
 
-def _resolved_paths(paths: Sequence[Path]) -> list[str]:
+def _resolved_paths(paths: Sequence[str | Path]) -> list[str]:
     """``os.path.realpath`` of each path, resolving each distinct parent folder once.
 
     A normalised absolute path whose last component is not a symbolic link
@@ -253,7 +263,7 @@ def _resolved_paths(paths: Sequence[Path]) -> list[str]:
     return resolved
 
 
-def _run_ids(roots: list[Path], run_dirs: list[Path]) -> list[tuple[str, Path]]:
+def _run_ids(roots: Sequence[str | Path], run_dirs: Sequence[str | Path]) -> list[tuple[str, Path]]:
     """``(run_id, resolved path)``: paths relative to the roots' common base, POSIX form.
 
     The base is the common path of the resolved roots, or its parent when it
@@ -396,6 +406,31 @@ def _with_holm(paired: pd.DataFrame) -> pd.DataFrame:
 # --- writing -------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Run the block with Python's cyclic garbage collector paused (its state restored after).
+
+    The report's bookkeeping builds hundreds of thousands of small dicts and
+    lists that stay alive (the cache's 20,000 file memos, the runs, the
+    manifest), and every few hundred allocations the collector walks the
+    objects alive, those of the whole process (a Dagster step's included):
+    in a one-run refresh at 20,000 runs that walk cost more than the work.
+    The blocks paused (loading the cache and assessing the runs, listing
+    earlier figures, saving the cache and writing the manifest) create no
+    reference cycles (the memo, manifest and parsed predictions are trees;
+    checked with ``gc.collect()`` after them), so memory is freed exactly as
+    before, by reference counting. Scoring and drawing run with the
+    collector on.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _csv_bytes(frame: pd.DataFrame) -> bytes:
     """UTF-8 CSV: header, no index, NaN as an empty field, full float precision."""
     return frame_csv_text(frame).encode("utf-8")
@@ -459,11 +494,10 @@ def _write_figures(
     version) is in the previous cache and whose files still have their
     recorded hashes is kept instead of drawn.
     """
-    import matplotlib
-
     from deepecgkit.statistical_report import reliability_plot
 
     source = sha256_bytes(Path(reliability_plot.__file__).read_bytes())
+    drawn_with = matplotlib_version()
     entries: list[dict[str, str]] = []
     paths: list[Path] = []
     curves = (
@@ -478,7 +512,7 @@ def _write_figures(
             reuse.run_keys[run.run_id],
             pdf=pdf,
             plotting_source_sha256=source,
-            matplotlib=matplotlib.__version__,
+            matplotlib=drawn_with,
         )
         files = reuse.kept.figures.get(key, reuse.previous.figures.get(key))
         kept = None
@@ -567,13 +601,18 @@ def _remove_stale_figures(out_dir: Path, earlier: set[str], current: list[dict[s
 def _check_sources(
     roots: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] | None,
     run_dirs: Sequence[str | os.PathLike[str]] | None,
-) -> tuple[list[Path], list[Path], list[UnreadableRun]]:
-    """``(roots, found run directories, unlisted directories)`` from what the caller gave."""
+) -> tuple[list[Path], list[str | Path], list[UnreadableRun]]:
+    """``(roots, found run directories, unlisted directories)`` from what the caller gave.
+
+    Given run directories stay the text or paths they were (only their text
+    is used, see :func:`_run_ids`): 20,000 ``Path`` objects cost a tenth of a
+    one-run refresh.
+    """
     if roots is None and run_dirs is None:
         raise ComparisonError("give the folders to search (roots) or the run directories")
     root_paths = [] if roots is None else _check_roots(roots)
     if run_dirs is not None:
-        given = [d if isinstance(d, Path) else Path(d) for d in run_dirs]
+        given = [d if isinstance(d, (str, Path)) else Path(d) for d in run_dirs]
         return root_paths, given, []
     found, unlisted = find_run_candidates(root_paths, recursive=True)
     return root_paths, found, unlisted
@@ -593,7 +632,7 @@ def statistical_report(
     overwrite: bool = False,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     run_dirs: Sequence[str | os.PathLike[str]] | None = None,
-    records: Sequence[RunRecord] | None = None,
+    records: Sequence[RunRecord | RunFacts] | None = None,
 ) -> ReportResult:
     """Build the statistical report of every run directory under ``roots``.
 
@@ -623,10 +662,12 @@ def statistical_report(
         run_dirs: the run directories to report, found by the caller; None
             searches ``roots``.
         records: instead of ``run_dirs``, the caller's records of the runs to
-            report (the platform passes its ``discovered_runs``): their
-            ``run_dir`` are reported, and a run's model, dataset, seed and
-            returncode are taken from its record while its metrics file has
-            the record's ``mtime``, instead of reading that file again.
+            report (the platform passes the
+            :func:`~deepecgkit.statistical_report.identity.run_facts` of its
+            ``discovered_runs``): their ``run_dir`` are reported, and a
+            run's model, dataset, seed and returncode are taken from its
+            record while its metrics file has the record's ``mtime``, instead
+            of reading that file again.
 
     Returns:
         :class:`ReportResult`. When runs were found but none passed the
@@ -666,19 +707,20 @@ def statistical_report(
         )
     library_versions = versions(plots=plots)
     bound_to = environment(library_versions)
-    previous = ReportCache.load(out_path / CACHE_FILENAME, bound_to)
-    reuse = RowReuse(previous, settings, allow_partial=allow_partial)
     naming = root_paths or found
-    runs = assess_runs(
-        _run_ids(naming, found),
-        allow_partial=allow_partial,
-        known=decode_verdicts(previous.contents),
-        records=records,
-        memos=previous.files,
-    )
-    reuse.keep_verdicts(runs)
-    runs += _unlisted_runs(naming, unlisted)
-    runs.sort(key=lambda run: run.run_id)
+    with _collector_paused():
+        previous = ReportCache.load(out_path / CACHE_FILENAME, bound_to)
+        reuse = RowReuse(previous, settings, allow_partial=allow_partial)
+        runs = assess_runs(
+            _run_ids(naming, found),
+            allow_partial=allow_partial,
+            known=decode_verdicts(previous.contents),
+            records=records,
+            memos=previous.files,
+        )
+        reuse.keep_verdicts(runs)
+        runs += _unlisted_runs(naming, unlisted)
+        runs.sort(key=lambda run: run.run_id)
     if reference is not None and reference not in {run.model for run in runs}:
         known = sorted({run.model for run in runs if run.model is not None})
         raise ComparisonError(
@@ -716,14 +758,15 @@ def statistical_report(
         ),
     }
 
-    earlier_figures = _earlier_figures(out_path, previous) if out_path.is_dir() else set()
+    with _collector_paused():
+        earlier_figures = _earlier_figures(out_path, previous) if out_path.is_dir() else set()
     # The old manifest goes before the first new file lands: an interrupted
     # rewrite then has no manifest, so nobody mistakes it for a finished report.
     remove_file(out_path / MANIFEST_FILENAME)
     outputs = []
     for name in OUTPUT_FILES:
         data = _csv_bytes(frames[name])
-        atomic_write_bytes(out_path / name, data)
+        write_changed(out_path / name, data)
         outputs.append({"path": name, "sha256": sha256_bytes(data)})
     figure_entries: list[dict[str, str]] = []
     figure_paths: list[Path] = []
@@ -739,41 +782,43 @@ def statistical_report(
             reuse=reuse,
         )
     _remove_stale_figures(out_path, earlier_figures, figure_entries)
-    reuse.kept.save(out_path / CACHE_FILENAME, bound_to)
-    manifest = build_manifest(
-        roots=[root.resolve() for root in root_paths],
-        settings={
-            "bins": settings.bins,
-            "n_resamples": settings.n_resamples,
-            "confidence_level": settings.confidence_level,
-            "seed": settings.seed,
-            "reference": reference,
-            "allow_partial": allow_partial,
-            "plots": plots,
-            "pdf": pdf,
-            "stratified": True,
-            "group_aggregation": "mean_probability",
-            "interval": INTERVAL_AUTO,
-            "probability_sum_tolerance": PROBABILITY_SUM_TOLERANCE,
-            "near_collapse_threshold": NEAR_COLLAPSE_THRESHOLD,
-            "min_bootstrap_groups": MIN_BOOTSTRAP_GROUPS,
-            "min_bootstrap_groups_per_class": MIN_BOOTSTRAP_GROUPS_PER_CLASS,
-            "min_informative_groups": MIN_INFORMATIVE_GROUPS,
-        },
-        runs=runs,
-        outputs=outputs,
-        figures=figure_entries,
-        plotting_source_sha256=plotting_source,
-        too_few_groups={
-            run_id: s.no_interval_reason for run_id, s in scores.items() if s.too_few_groups
-        },
-        sample_level_anti_conservative=bool(frames["mcnemar.csv"]["anti_conservative"].any()),
-        withheld_intervals=withheld_intervals(
-            frames["run_summary.csv"], frames["paired_comparisons.csv"]
-        ),
-    )
-    data = manifest_bytes(manifest)
-    atomic_write_bytes(out_path / MANIFEST_FILENAME, data)
+    withheld = withheld_intervals(frames["run_summary.csv"], frames["paired_comparisons.csv"])
+    anti_conservative = bool(frames["mcnemar.csv"]["anti_conservative"].any())
+    with _collector_paused():  # (pandas work, which leaves cycles, is done above)
+        reuse.kept.save(out_path / CACHE_FILENAME, bound_to)
+        manifest = build_manifest(
+            roots=[root.resolve() for root in root_paths],
+            settings={
+                "bins": settings.bins,
+                "n_resamples": settings.n_resamples,
+                "confidence_level": settings.confidence_level,
+                "seed": settings.seed,
+                "reference": reference,
+                "allow_partial": allow_partial,
+                "plots": plots,
+                "pdf": pdf,
+                "stratified": True,
+                "group_aggregation": "mean_probability",
+                "interval": INTERVAL_AUTO,
+                "probability_sum_tolerance": PROBABILITY_SUM_TOLERANCE,
+                "near_collapse_threshold": NEAR_COLLAPSE_THRESHOLD,
+                "min_bootstrap_groups": MIN_BOOTSTRAP_GROUPS,
+                "min_bootstrap_groups_per_class": MIN_BOOTSTRAP_GROUPS_PER_CLASS,
+                "min_informative_groups": MIN_INFORMATIVE_GROUPS,
+            },
+            runs=runs,
+            outputs=outputs,
+            figures=figure_entries,
+            plotting_source_sha256=plotting_source,
+            too_few_groups={
+                run_id: s.no_interval_reason for run_id, s in scores.items() if s.too_few_groups
+            },
+            sample_level_anti_conservative=anti_conservative,
+            withheld_intervals=withheld,
+        )
+        data = manifest_bytes(manifest)
+        atomic_write_bytes(out_path / MANIFEST_FILENAME, data)
+        written = json.loads(data.decode("utf-8"))
     logger.info(
         "report written to %s: %d runs included (%d reused, %d computed), %d excluded, "
         "%d comparison rows (%d pairs reused, %d computed)",
@@ -794,7 +839,7 @@ def statistical_report(
         paired_comparisons=frames["paired_comparisons.csv"],
         mcnemar=frames["mcnemar.csv"],
         exclusions=frames["exclusions.csv"],
-        manifest=json.loads(data.decode("utf-8")),
+        manifest=written,
         figures=tuple(path.resolve() for path in figure_paths),
         reused_runs=reuse.reused_runs,
         computed_runs=reuse.computed_runs,

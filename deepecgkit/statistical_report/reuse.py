@@ -51,6 +51,8 @@ import gzip
 import hashlib
 import json
 import logging
+import os
+import stat
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,6 +99,7 @@ __all__ = [
     "figure_key",
     "pair_key",
     "run_key",
+    "write_changed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -355,6 +358,29 @@ def decode_verdicts(entries: Mapping[str, Any]) -> dict[str, ContentVerdict]:
 # --- the file ------------------------------------------------------------------------------------
 
 
+def write_changed(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically, unless ``path`` is a regular file of these bytes.
+
+    A refresh rewrites many files with the bytes they already hold (the
+    header-only tables of a report without a reference, an unchanged cache);
+    leaving such a file in place saves the write and its two ``fsync``
+    calls, and the folder is the same either way. A symbolic link, or any
+    other entry that is not a regular file, is replaced as before.
+    """
+    try:
+        info = os.lstat(path)
+    except OSError:
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_size == len(data):
+        try:
+            current, _ = read_regular_file(path)
+        except UnreadableFileError:
+            current = None
+        if current == data:
+            return path
+    return atomic_write_bytes(path, data)
+
+
 @dataclass
 class ReportCache:
     """The entries of one report's cache: run, pair, figure and content keys to entries.
@@ -396,7 +422,10 @@ class ReportCache:
         return cls(*parts)
 
     def save(self, path: Path, bound_to: Mapping[str, Any]) -> Path:
-        """Write the entries atomically (gzip-compressed JSON, keys sorted, no timestamp)."""
+        """Write the entries atomically (gzip-compressed JSON, keys sorted, no timestamp).
+
+        A file that already holds these bytes is left in place (:func:`write_changed`).
+        """
         payload = {
             "environment": dict(bound_to),
             "runs": self.runs,
@@ -406,7 +435,7 @@ class ReportCache:
             "files": self.files,
         }
         text = json.dumps(payload, sort_keys=True, allow_nan=True, separators=(",", ":"))
-        return atomic_write_bytes(
+        return write_changed(
             path, gzip.compress(text.encode("ascii"), compresslevel=_GZIP_LEVEL, mtime=_GZIP_MTIME)
         )
 

@@ -127,10 +127,11 @@ def test_damaged_discovery_cache_line_is_dropped_and_parsed_again(
     elif damage == "nul":
         text = "\n".join([*lines[:2], lines[2].replace('"cnn"', '"c\\u0000nn"', 1) + "\0"])
     elif damage == "missing_key":
-        head, tab, record = lines[2].rpartition("\t")
-        data = json.loads(record)
+        fields = lines[2].split("\t")
+        data = json.loads(fields[4])  # the record's fields; its metrics are fields[5]
         del data["model"]
-        text = "\n".join([*lines[:2], head + tab + json.dumps(data), *lines[3:]])
+        fields[4] = json.dumps(data)
+        text = "\n".join([*lines[:2], "\t".join(fields), *lines[3:]])
     else:
         text = "{format: 3\n" + "\n".join(lines[1:])
     path.write_text(text + "\n", encoding="utf-8")

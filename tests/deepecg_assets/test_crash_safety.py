@@ -7,7 +7,8 @@ same folder at once each rename whole files, so the folder ends up as one
 of them wrote it, which is what a clean build writes. These tests run the
 README's build command (``python -m deepecg_assets.build``: a discovery run,
 then one run over every dataset partition) in child processes and compare the
-output folders byte for byte.
+output folders byte for byte with a clean build: the same two runs, made once
+in this process on an in-memory instance (:mod:`tests.deepecg_assets.clean_builds`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from deepecgkit.rundir.synthetic import example_spec, generate_corpus
+from tests.deepecg_assets.clean_builds import build_from_scratch
 from tests.deepecg_assets.output_trees import tree_bytes
 
 pytestmark = pytest.mark.slow
@@ -88,9 +90,7 @@ def corpus_and_clean_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     root = tmp_path_factory.mktemp("crash")
     runs = root / "runs"
     generate_corpus(runs, example_spec())
-    output = root / "clean"
-    _finish(_start(runs, output, root / "home-clean"))
-    results = _results(output)
+    results = _results(build_from_scratch(runs, root / "clean"))
     assert any(name.startswith("tables/") for name in results)
     return runs, results
 

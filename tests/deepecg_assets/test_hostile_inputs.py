@@ -99,10 +99,10 @@ def _damage(cache_file: Path) -> None:
     """A NUL byte in one record, a missing key in another, the last line cut mid-way."""
     lines = cache_file.read_text(encoding="utf-8").splitlines()
     lines[3] = lines[3].replace('"model"', '"mo\0del"', 1)
-    head, tab, record = lines[5].rpartition("\t")
-    data = json.loads(record)
+    fields = lines[5].split("\t")  # the record's fields are the fifth, its metrics the sixth
+    data = json.loads(fields[4])
     del data["dataset"]
-    lines[5] = head + tab + json.dumps(data)
+    lines[5] = "\t".join([*fields[:4], json.dumps(data), *fields[5:]])
     cache_file.write_text("\n".join(lines)[:-200], encoding="utf-8")
 
 

@@ -6,7 +6,9 @@ After each, the real ``new_runs_sensor`` is evaluated against a real
 instance, its partition requests applied and its run requests executed as
 the daemon would, then eager automation is evaluated until it requests
 nothing; every stored frame and table must then equal, byte for byte, a
-build of the same corpus into a fresh output folder on a fresh instance.
+build of the same corpus into a fresh output folder on a fresh instance
+(an in-memory one, :mod:`tests.deepecg_assets.clean_builds`: the refreshes
+are what run on the persistent SQLite instance).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from deepecg_assets.partitions import DATASET_PARTITIONS, dataset_key
 from deepecg_assets.resources import OutputFolderResource, RunRootsResource
 from deepecg_assets.sensors import new_runs_sensor
 from deepecgkit.rundir.write import write_run_directory
+from tests.deepecg_assets.clean_builds import build_from_scratch
 from tests.deepecg_assets.output_trees import tree_bytes
 
 MODELS = ("cnn", "gru")
@@ -72,11 +75,7 @@ class Lab:
     def clean_tree(self) -> dict[str, bytes]:
         """frames/ and tables/ of a from-scratch build of the corpus as it is now."""
         self.builds += 1
-        output = self.tmp_path / f"clean{self.builds}"
-        with fresh_instance(self.tmp_path / f"home{self.builds}") as instance:
-            self.build(instance, output)
-        self.monkeypatch.setenv("DEEPECG_OUTPUT", str(self.output))
-        return trees(output)
+        return trees(build_from_scratch(self.runs, self.tmp_path / f"clean{self.builds}"))
 
     def refresh(self, instance: dg.DagsterInstance) -> dg.SensorResult:
         """One sensor tick, applied as the daemon would, then eager automation until quiet."""

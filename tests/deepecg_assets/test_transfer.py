@@ -3,6 +3,7 @@ and refreshed cell by cell."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,14 +11,21 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from deepecg_assets.assets.transfer import NO_CHECKPOINTS, matrix_frame
+from deepecg_assets.assets.transfer import NO_CHECKPOINTS, matrix_frame, runs_with_checkpoints
 from deepecg_assets.definitions import defs
 from deepecg_assets.parquet_frames import read_stored_frame
 from deepecg_assets.resources import BUNDLED_CORPUS
 from deepecgkit.analysis.latex import compile_table
 from deepecgkit.datasets.synthetic import CONTRAST_DATASETS
 from deepecgkit.evaluation.constants import RANDOM_INIT
-from deepecgkit.rundir.read import discover_runs, encoder_checkpoints
+from deepecgkit.rundir.format import CHECKPOINT_KEY, METADATA_FILENAME
+from deepecgkit.rundir.read import (
+    discover_runs,
+    encoder_checkpoints,
+    find_encoder_checkpoints,
+    read_metadata,
+)
+from deepecgkit.rundir.records import frame_to_records, records_to_frame
 from tests.deepecg_assets.output_trees import tree_bytes
 
 TRANSFER = [
@@ -43,6 +51,33 @@ def test_bundled_corpus_keeps_one_encoder_per_model_and_dataset() -> None:
     for by_dataset in checkpoints.values():
         assert set(by_dataset) == set(CONTRAST_DATASETS)
         assert all(path.parent.name.endswith("seed0") for path in by_dataset.values())
+
+
+def test_the_vectorised_selection_keeps_every_run_that_recorded_a_checkpoint(
+    tmp_path: Path,
+) -> None:
+    records, _ = discover_runs([BUNDLED_CORPUS], recursive=True)
+    frame = records_to_frame(records)
+    selected = runs_with_checkpoints(frame)
+    recorded = {
+        str(r.run_dir) for r in records if (read_metadata(r.run_dir) or {}).get(CHECKPOINT_KEY)
+    }
+    assert set(selected["run_dir"]) == recorded and 0 < len(recorded) < len(records)
+    assert find_encoder_checkpoints(frame_to_records(selected)) == find_encoder_checkpoints(records)
+    # A frame stored before discovery recorded checkpoints: every run is looked at.
+    older = frame.drop(columns="checkpoint")
+    assert runs_with_checkpoints(older) is older
+    assert encoder_checkpoints(frame_to_records(older)) == encoder_checkpoints(records)
+    # A corpus without checkpoints: nothing is selected, so no metadata file is read.
+    bare = tmp_path / "runs"
+    shutil.copytree(BUNDLED_CORPUS, bare)
+    for metadata in bare.rglob(METADATA_FILENAME):
+        text = metadata.read_text(encoding="utf-8")
+        data = json.loads(text)
+        data[CHECKPOINT_KEY] = None
+        metadata.write_text(json.dumps(data), encoding="utf-8")
+    plain, _ = discover_runs([bare], recursive=True)
+    assert runs_with_checkpoints(records_to_frame(plain)).empty
 
 
 def test_transfer_matrix_on_the_bundled_corpus(bundled_transfer_build) -> None:

@@ -178,14 +178,17 @@ def test_union_of_datasets_is_the_readable_runs_datasets(tmp_path: Path) -> None
     assert cache.damaged == 0 and cache.misses == 0, "odd names round-trip through the file"
 
 
-def test_saved_lines_carry_the_dataset_and_version_4(tmp_path: Path) -> None:
+def test_saved_lines_carry_the_dataset_and_the_header_the_body_checksum(tmp_path: Path) -> None:
     root = tmp_path / "runs"
     make(root, "a_seed0", 'quote"d', 0)
     half_written(root, "b_seed0")
-    lines = saved(root, tmp_path / "cache.jsonl").read_text(encoding="utf-8").splitlines()
-    assert json.loads(lines[0]) == {"format": CACHE_FORMAT_VERSION} and CACHE_FORMAT_VERSION == 4
-    fields = [line.split("\t") for line in lines[1:]]
+    data = saved(root, tmp_path / "cache.jsonl").read_bytes()
+    head, _, body = data.partition(b"\n")
+    assert CACHE_FORMAT_VERSION == 5
+    assert json.loads(head) == {"format": 5, "sha256": hashlib.sha256(body).hexdigest()}
+    fields = [line.split("\t") for line in body.decode("utf-8").splitlines()]
     assert [json.loads(f[3]) for f in fields] == ['quote"d', None]
+    assert [len(f) for f in fields] == [6, 5], "a record's metrics are a field of their own"
 
 
 def test_a_version_3_cache_is_ignored_and_rebuilt(tmp_path: Path) -> None:
@@ -288,9 +291,12 @@ def test_candidate_paths_are_the_keys_discovery_uses(
 def reference_line(record: RunRecord) -> str:
     """A saved line encoded from scratch as the format defines it (not by the cache's code)."""
     info = os.stat(record.run_dir / METRICS_FILENAME)
-    data = {**record._asdict(), "run_dir": str(record.run_dir), "suspect": list(record.suspect)}
+    data = {**record._asdict(), "suspect": list(record.suspect)}
+    del data["run_dir"], data["metrics"]
     fields = [json.dumps(str(record.run_dir)), str(info.st_mtime_ns), str(info.st_size)]
-    return "\t".join([*fields, json.dumps(record.dataset), json.dumps(data)])
+    return "\t".join(
+        [*fields, json.dumps(record.dataset), json.dumps(data), json.dumps(record.metrics)]
+    )
 
 
 def same_record(left: RunRecord, right: RunRecord) -> bool:
@@ -351,25 +357,37 @@ def test_a_warm_save_writes_the_same_bytes_and_re_encodes_a_changed_run(tmp_path
     assert cache.hits == 3 and cache.misses == 1
     after = cache_file.read_text(encoding="utf-8").splitlines()
     changed = reference_line(read_run(root / "b_seed1"))  # type: ignore[arg-type]
-    assert [line for line in after if line not in lines] == [changed]
-    assert [line for line in lines if line not in after] == [
+    assert [line for line in after[1:] if line not in lines] == [changed]
+    assert [line for line in lines[1:] if line not in after] == [
         line for line in lines if line.startswith(json.dumps(str(root / "b_seed1")))
     ]
 
 
-def test_an_unchanged_hit_is_written_back_as_it_was(tmp_path: Path) -> None:
-    """A hit's saved text is not re-encoded, even when another tool spaced it differently."""
+def rewritten_by_another_tool(cache_file: Path, edit) -> str:
+    """Apply ``edit`` to the fields of the cache's one record line; the header is kept as it was."""
+    header, line = cache_file.read_text(encoding="utf-8").splitlines()
+    fields = line.split("\t")
+    edit(fields)
+    text = f"{header}\n{chr(9).join(fields)}\n"
+    cache_file.write_text(text, encoding="utf-8")
+    return text
+
+
+def test_a_line_another_tool_rewrote_is_checked_and_encoded_again(tmp_path: Path) -> None:
+    """The checksum fails: the texts are decoded, and saved as the cache encodes them."""
     root = tmp_path / "runs"
     run = make(root, "a_seed0", "afib", 0)
     cache_file = saved(root, tmp_path / "cache.jsonl")
-    header, line = cache_file.read_text(encoding="utf-8").splitlines()
-    head, tab, text = line.rpartition("\t")
-    compact = head + tab + json.dumps(json.loads(text), separators=(",", ":"))
-    cache_file.write_text(f"{header}\n{compact}\n", encoding="utf-8")
+    before = cache_file.read_text(encoding="utf-8")
 
+    def compact(fields: list[str]) -> None:
+        fields[4:] = [json.dumps(json.loads(f), separators=(",", ":")) for f in fields[4:]]
+
+    edited = rewritten_by_another_tool(cache_file, compact)
+    assert RunCache.load(cache_file).read_encoded([str(run)])[0].metrics == '{"f1": 0.5}'
     cache, records = warm_refresh(root, cache_file)
     assert cache.hits == 1 and same_record(records[0], read_run(run))  # type: ignore[arg-type]
-    assert cache_file.read_text(encoding="utf-8") == f"{header}\n{compact}\n"
+    assert edited != before and cache_file.read_text(encoding="utf-8") == before
 
 
 def test_a_hit_holds_the_looked_up_path_and_converts_foreign_values(tmp_path: Path) -> None:
@@ -381,14 +399,17 @@ def test_a_hit_holds_the_looked_up_path_and_converts_foreign_values(tmp_path: Pa
     assert record.run_dir is run, "no second Path is parsed for a hit"
     assert isinstance(record, RunRecord) and same_record(record, read_run(run))  # type: ignore[arg-type]
 
-    # A line another tool wrote: a null (NaN) and an integer metric, a path spelt otherwise.
-    header, line = cache_file.read_text(encoding="utf-8").splitlines()
-    head, tab, text = line.rpartition("\t")
-    data = json.loads(text)
-    data.update(run_dir=f"{root}/./a_seed0", metrics={"f1": None, "auroc": 1}, suspect=["x"])
-    cache_file.write_text(f"{header}\n{head}{tab}{json.dumps(data)}\n", encoding="utf-8")
+    # A line another tool wrote: a null (NaN) and an integer metric, a note set aside.
+    def foreign_values(fields: list[str]) -> None:
+        data = json.loads(fields[4])
+        data.update(suspect=["x"])
+        fields[4], fields[5] = json.dumps(data), json.dumps({"f1": None, "auroc": 1})
+
+    rewritten_by_another_tool(cache_file, foreign_values)
     foreign = RunCache.load(cache_file).read(run)
     assert isinstance(foreign, RunRecord) and foreign.run_dir == run
     assert foreign.suspect == ("x",)
     assert math.isnan(foreign.metrics["f1"]) and foreign.metrics["auroc"] == 1.0
     assert type(foreign.metrics["auroc"]) is float
+    encoded = RunCache.load(cache_file).read_encoded([str(run)])[0]
+    assert encoded.metrics == '{"f1": NaN, "auroc": 1.0}', "encoded again, not the foreign text"

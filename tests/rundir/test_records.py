@@ -22,6 +22,8 @@ from deepecgkit.rundir.int_columns import exact_int_array
 from deepecgkit.rundir.records import (
     RECORD_COLUMNS,
     RunRecord,
+    encoded_record,
+    frame_metric_names,
     frame_to_records,
     record_frame_to_runs,
     records_to_frame,
@@ -39,7 +41,9 @@ _values = st.one_of(
 def _records(draw: st.DrawFn) -> list[RunRecord]:
     seeds = st.one_of(st.none(), st.integers(0, 2**40), st.integers(2**63, 2**70))
     sizes = st.one_of(st.none(), st.integers(0, 10_000))
-    metric_names = st.lists(st.sampled_from(["f1", "auroc", "accuracy", "loss"]), unique=True)
+    metric_names = st.lists(
+        st.sampled_from(["f1", "auroc", "accuracy", "loss", 'odd ": "name\\']), unique=True
+    )
     records = []
     for i in range(draw(st.integers(1, 8))):
         metrics = {name: draw(_values) for name in draw(metric_names)}
@@ -60,6 +64,7 @@ def _records(draw: st.DrawFn) -> list[RunRecord]:
                 returncode=draw(st.one_of(st.none(), st.just(0))),
                 fingerprint=draw(st.one_of(st.none(), st.just("abc"))),
                 suspect=tuple(draw(st.lists(st.just("a value set aside"), max_size=2))),
+                checkpoint=draw(st.sampled_from([None, "checkpoint.pt"])),
             )
         )
     return records
@@ -99,6 +104,20 @@ def test_records_to_frame_equals_a_row_by_row_frame(records: list[RunRecord]) ->
     frame = records_to_frame(records)
     pd.testing.assert_frame_equal(frame, _row_by_row(records), check_exact=True)
     assert frame_to_records(frame) == records or _nan_metrics(records)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_records())
+def test_encoded_records_give_the_same_frame_and_metric_names(records: list[RunRecord]) -> None:
+    frame = records_to_frame(records)
+    encoded = [encoded_record(record) for record in records]
+    assert all(
+        isinstance(e.metrics, str) and e.run_dir == str(r.run_dir)
+        for e, r in zip(encoded, records, strict=True)
+    )
+    pd.testing.assert_frame_equal(records_to_frame(encoded), frame, check_exact=True)
+    assert frame_metric_names(frame) == {name for r in records for name in r.metrics}
+    assert frame_metric_names(frame.iloc[:0]) == set()
 
 
 def _nan_metrics(records: list[RunRecord]) -> bool:

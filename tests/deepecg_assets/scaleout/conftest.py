@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 
 from deepecg_assets.assets.tables import COMPILE_CACHE_FOLDER
+from tests.deepecg_assets.clean_builds import build_from_scratch
 from tests.deepecg_assets.output_trees import tree_bytes
 
 #: The repository root: the code location the servers load, and where ``workspace.yaml`` lies.
@@ -421,28 +422,19 @@ def dask_cluster(tmp_path: Path, dask_cluster_env: dict[str, str]) -> Iterator[D
 
 
 @pytest.fixture
-def reference_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], Path]:
-    """A builder: every asset of ``runs`` in this process on an SQLite instance; its output folder.
+def reference_build(tmp_path: Path) -> Callable[..., Path]:
+    """A builder: every asset of ``runs`` built in this process; its output folder.
 
     This is the single-machine build that the scale-out builds must equal byte for byte:
     the build command's two runs (discovery, then every dataset partition in one run).
+    ``on_sqlite``: on a new SQLite instance, the one issue 13 compares the PostgreSQL
+    instance with; else on Dagster's in-memory instance, which is half the CPU
+    (:mod:`tests.deepecg_assets.clean_builds`).
     """
-    import io
 
-    import dagster as dg
-
-    from deepecg_assets.build import materialize_everything
-
-    def build(runs: Path) -> Path:
-        output = tmp_path / "reference_output"
-        monkeypatch.setenv("DEEPECG_RUNS", str(runs))
-        monkeypatch.setenv("DEEPECG_OUTPUT", str(output))
-        monkeypatch.setenv("DEEPECG_RECURSIVE", "1")
-        home = tmp_path / "reference_home"
-        home.mkdir()
-        with dg.instance_for_test(temp_dir=str(home)) as instance:
-            assert materialize_everything(instance, verbose=False, stream=io.StringIO()).success
-        return output
+    def build(runs: Path, *, on_sqlite: bool = False) -> Path:
+        home = tmp_path / "reference_home" if on_sqlite else None
+        return build_from_scratch(runs, tmp_path / "reference_output", home=home)
 
     return build
 

@@ -312,4 +312,4 @@ def test_daemon_builds_and_refreshes_in_parallel_on_postgres_like_sqlite(
     added = f"{ADDED_PREFIX}_seed{ADDED_SEED}"
     stored = pd.read_parquet(output / "frames" / "discovered_runs.parquet")
     assert added in set(stored["run_dir"].map(lambda path: Path(path).name))
-    scaleout.assert_same_outputs(output, reference_build(small_corpus))
+    scaleout.assert_same_outputs(output, reference_build(small_corpus, on_sqlite=True))

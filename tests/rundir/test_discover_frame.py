@@ -1,0 +1,164 @@
+"""``discover_run_frame``: the records frame of ``discover_runs`` through a cache, without records.
+
+The platform's discovery asset takes this path on every refresh. Whatever
+the cache holds (nothing, a saved file whose checksum matches, a file
+another tool edited), the frame and every diagnostic must be those of
+``records_to_frame(discover_runs(..., reader=cache))``, under every option.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from deepecgkit.rundir.cache import RunCache
+from deepecgkit.rundir.format import CHECKPOINT_KEY, METRICS_FILENAME
+from deepecgkit.rundir.read import discover_run_frame, discover_runs, read_run
+from deepecgkit.rundir.records import records_to_frame
+from deepecgkit.rundir.write import write_run_directory
+
+#: (include_legacy, include_failed, on_duplicate) combinations compared.
+OPTIONS = [
+    (False, False, "newest"),
+    (True, True, "newest"),
+    (False, True, "all"),
+    (True, False, "all"),
+]
+
+
+def odd_tree(root: Path) -> None:
+    """Runs of every kind discovery tells apart: kept, suspect, failed, seedless, duplicate, bad."""
+    write_run_directory(
+        root / "a_seed0", model="cnn", dataset="afib", metrics={"f1": 0.5, "auroc": 0.75}, seed=0
+    )
+    write_run_directory(
+        root / "deep" / "b_seed1",
+        model="cnn",
+        dataset='quote"d é',
+        metrics={"f1": 1.5, "auroc": math.nan},  # out of range: a suspect note
+        seed=1,
+        metadata={CHECKPOINT_KEY: "checkpoint.pt"},
+    )
+    write_run_directory(
+        root / "c_seed2", model="rf", dataset="afib", metrics={"f1": 0.25}, seed=2, returncode=3
+    )
+    write_run_directory(root / "legacy", model="rf", dataset="afib", metrics={"f1": 0.125})
+    for name, when in (("dup_one_seed5", 10**9), ("dup_two_seed5", 2 * 10**9)):
+        write_run_directory(root / name, model="rf", dataset="afib", metrics={"f1": 0.5}, seed=5)
+        os.utime(root / name / METRICS_FILENAME, ns=(when, when))
+    bad = root / "half_seed9"
+    bad.mkdir()
+    (bad / METRICS_FILENAME).write_text("model,dataset,f1\ncnn,afib,0.5")  # no final newline
+
+
+def assert_same_as_records(root: Path, cache_file: Path | None) -> tuple[RunCache, RunCache]:
+    """Both ways, each through its own copy of the saved cache, under every option."""
+    caches: tuple[RunCache, RunCache] = (RunCache(), RunCache())
+    for include_legacy, include_failed, on_duplicate in OPTIONS:
+        options = dict(
+            recursive=True,
+            include_legacy=include_legacy,
+            include_failed=include_failed,
+            on_duplicate=on_duplicate,
+        )
+        by_records, by_frame = (
+            RunCache() if cache_file is None else RunCache.load(cache_file) for _ in range(2)
+        )
+        records, expected = discover_runs(root, reader=by_records, **options)  # type: ignore[arg-type]
+        frame, diagnostics = discover_run_frame(root, cache=by_frame, **options)  # type: ignore[arg-type]
+        pd.testing.assert_frame_equal(frame, records_to_frame(records), check_exact=True)
+        assert diagnostics == expected
+        counts = [(c.hits, c.misses, c.damaged) for c in (by_records, by_frame)]
+        assert counts[0] == counts[1]
+        assert by_records.dataset_digests() == by_frame.dataset_digests()
+        caches = (by_records, by_frame)
+    return caches
+
+
+def test_cold_warm_and_edited_caches_give_the_records_frame(tmp_path: Path) -> None:
+    root, cache_file = tmp_path / "runs", tmp_path / "cache.jsonl"
+    odd_tree(root)
+    assert_same_as_records(root, None)
+    first = RunCache()
+    discover_run_frame(root, cache=first, recursive=True)
+    first.save(cache_file)
+    warm, _ = assert_same_as_records(root, cache_file)
+    assert warm.misses == 0 and warm.hits == 7, "the unreadable run is remembered, too"
+    # Another tool rewrote a number: the checksum fails, and the record is decoded again.
+    text = cache_file.read_text(encoding="utf-8")
+    cache_file.write_text(text.replace('{"f1": 0.25}', '{"f1": 2.5e-1}'), encoding="utf-8")
+    edited, _ = assert_same_as_records(root, cache_file)
+    assert edited.hits == 7 and edited.damaged == 0
+    frame, _ = discover_run_frame(
+        root, cache=RunCache.load(cache_file), recursive=True, include_failed=True
+    )
+    assert '{"f1": 0.25}' in frame["metrics"].tolist(), "the edited text is encoded again"
+
+
+def test_the_record_and_the_frame_say_which_checkpoint_a_run_recorded(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    odd_tree(root)
+    record = read_run(root / "deep" / "b_seed1")
+    assert record.checkpoint == "checkpoint.pt"  # type: ignore[union-attr]
+    frame, _ = discover_run_frame(root, cache=RunCache(), recursive=True)
+    assert frame.set_index("run_dir")["checkpoint"].dropna().to_dict() == {
+        str(root / "deep" / "b_seed1"): "checkpoint.pt"
+    }
+
+
+def test_a_duplicate_under_the_error_policy_raises_the_same_error(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    odd_tree(root)
+    with pytest.raises(ValueError) as by_records:
+        discover_runs(root, recursive=True, on_duplicate="error", reader=RunCache())
+    with pytest.raises(ValueError, match="duplicate run") as by_frame:
+        discover_run_frame(root, cache=RunCache(), recursive=True, on_duplicate="error")
+    assert str(by_frame.value) == str(by_records.value)
+    with pytest.raises(ValueError, match="Unknown on_duplicate"):
+        discover_run_frame(root, cache=RunCache(), on_duplicate="oldest")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    runs=st.lists(
+        st.tuples(
+            st.sampled_from(["cnn", "rf"]),
+            st.sampled_from(["afib", "007"]),
+            st.one_of(st.none(), st.integers(0, 2)),
+            st.sampled_from([0, 1]),
+            st.floats(min_value=-0.5, max_value=1.5),
+        ),
+        max_size=7,
+    ),
+    rewrite=st.integers(0, 6),
+)
+def test_property_the_frame_path_equals_the_records_path(
+    tmp_path_factory: pytest.TempPathFactory,
+    runs: list[tuple[str, str, int | None, int, float]],
+    rewrite: int,
+) -> None:
+    folder = tmp_path_factory.mktemp("tree")
+    root, cache_file = folder / "runs", folder / "cache.jsonl"
+    root.mkdir()
+    for number, (model, dataset, seed, returncode, f1) in enumerate(runs):
+        write_run_directory(
+            root / f"run{number}",
+            model=model,
+            dataset=dataset,
+            metrics={"f1": f1},
+            seed=seed,
+            returncode=returncode,
+        )
+    first = RunCache()
+    discover_run_frame(root, cache=first, recursive=True)
+    first.save(cache_file)
+    if rewrite < len(runs):  # one run changed since the save: a miss among hits
+        write_run_directory(
+            root / f"run{rewrite}", model="cnn", dataset="afib", metrics={"f1": 0.5}, seed=1
+        )
+    assert_same_as_records(root, cache_file)
