@@ -42,6 +42,10 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 #: The repository root: where ``workspace.yaml`` lives and every command runs.
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -425,6 +429,26 @@ _NODE_FACETS_SCRIPT = (
 _TOOLBAR_CLEARANCE_WHEEL_PX = 60
 
 
+@contextlib.contextmanager
+def chromium_page() -> Iterator[Page]:
+    """A page of Debian's Chromium at the window size and waiting limit every UI check uses.
+
+    The browser is closed when the block ends, also when it raises.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM_EXECUTABLE), args=list(CHROMIUM_ARGS)
+        )
+        try:
+            page = browser.new_page(viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT})
+            page.set_default_timeout(GRAPH_RENDER_TIMEOUT_S * 1000)
+            yield page
+        finally:
+            browser.close()
+
+
 def capture_asset_graph(
     base_url: str,
     *,
@@ -457,7 +481,7 @@ def capture_asset_graph(
             asset within ``GRAPH_RENDER_TIMEOUT_S``; the message quotes what
             the canvas did show.
     """
-    from playwright.sync_api import Error as PlaywrightError, sync_playwright
+    from playwright.sync_api import Error as PlaywrightError
 
     unknown = sorted(set(materialized_names) - set(asset_names))
     if unknown:
@@ -470,41 +494,33 @@ def capture_asset_graph(
             f"no browser at {CHROMIUM_EXECUTABLE}: install Debian's chromium "
             "(apt-get install chromium), or deselect this check with -m 'not slow'"
         )
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM_EXECUTABLE), args=list(CHROMIUM_ARGS)
-        )
+    with chromium_page() as page:
+        page.add_init_script(_NODE_FACETS_SCRIPT)
+        page.goto(base_url + ASSET_GRAPH_PATH)
+        canvas = page.locator("[data-svg-viewport]")
+        canvas.locator("svg").first.wait_for()
+        page.get_by_text("Hide navigation").click()
+        page.locator('button:has([aria-label="panel_show_right"])').click()
+        page.keyboard.press("Alt+KeyE")
+        page.wait_for_url(re.compile(r"[?&]expanded="))
         try:
-            page = browser.new_page(viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT})
-            page.set_default_timeout(GRAPH_RENDER_TIMEOUT_S * 1000)
-            page.add_init_script(_NODE_FACETS_SCRIPT)
-            page.goto(base_url + ASSET_GRAPH_PATH)
-            canvas = page.locator("[data-svg-viewport]")
-            canvas.locator("svg").first.wait_for()
-            page.get_by_text("Hide navigation").click()
-            page.locator('button:has([aria-label="panel_show_right"])').click()
-            page.keyboard.press("Alt+KeyE")
-            page.wait_for_url(re.compile(r"[?&]expanded="))
-            try:
-                page.wait_for_function(
-                    _GRAPH_DRAWN_SCRIPT,
-                    arg=[list(asset_names), list(materialized_names), f"{partitions} partitions"],
-                )
-            except PlaywrightError:
-                lines = {line.strip() for line in canvas.inner_text().splitlines()}
-                absent = [name for name in asset_names if name not in lines]
-                raise WebserverError(
-                    f"the asset graph did not draw every asset as materialised within "
-                    f"{GRAPH_RENDER_TIMEOUT_S:.0f} s; not drawn in full: {absent}; "
-                    f"the canvas showed:\n{_tail(canvas.inner_text())}"
-                ) from None
-            box = canvas.bounding_box()
-            if box is not None:
-                page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-                page.mouse.wheel(0, -_TOOLBAR_CLEARANCE_WHEEL_PX)
-            return GraphCapture(url=page.url, graph_text=canvas.inner_text(), png=page.screenshot())
-        finally:
-            browser.close()
+            page.wait_for_function(
+                _GRAPH_DRAWN_SCRIPT,
+                arg=[list(asset_names), list(materialized_names), f"{partitions} partitions"],
+            )
+        except PlaywrightError:
+            lines = {line.strip() for line in canvas.inner_text().splitlines()}
+            absent = [name for name in asset_names if name not in lines]
+            raise WebserverError(
+                f"the asset graph did not draw every asset as materialised within "
+                f"{GRAPH_RENDER_TIMEOUT_S:.0f} s; not drawn in full: {absent}; "
+                f"the canvas showed:\n{_tail(canvas.inner_text())}"
+            ) from None
+        box = canvas.bounding_box()
+        if box is not None:
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.mouse.wheel(0, -_TOOLBAR_CLEARANCE_WHEEL_PX)
+        return GraphCapture(url=page.url, graph_text=canvas.inner_text(), png=page.screenshot())
 
 
 #: GraphQL query of each asset's partition statistics (None for an unpartitioned asset).

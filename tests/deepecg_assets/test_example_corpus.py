@@ -9,11 +9,8 @@ the committed numbers are what the script produces.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -26,27 +23,14 @@ from deepecgkit.datasets.synthetic import CONTRAST_DATASETS
 from deepecgkit.models.checkpoint import CHECKPOINT_FILENAME
 from deepecgkit.rundir.format import METRICS_FILENAME, PREDICTIONS_FILENAME
 from deepecgkit.rundir.read import discover_runs
+from tests.script_modules import SCRIPTS, import_script
 
-_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make_example_corpus.py"
+_SCRIPT = SCRIPTS / "make_example_corpus.py"
 #: The size the corpus must stay under (bytes).
 SIZE_LIMIT_BYTES = 5_000_000
 
 
-def _load_script() -> ModuleType:
-    """Import ``scripts/make_example_corpus.py``, which is not in a package."""
-    name = "make_example_corpus"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, _SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Registered before running it: dataclasses look their module up by name.
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_script()
+corpus = import_script(_SCRIPT)
 
 
 @pytest.fixture(scope="module")

@@ -114,31 +114,19 @@ def _dagster_dev(environment: dict[str, str], log_path: Path) -> Iterator[str]:
 
 def _click_materialize_all(base_url: str) -> None:
     """Press "Materialize all", choose all partitions, and launch the backfill."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(browser.CHROMIUM_EXECUTABLE), args=list(browser.CHROMIUM_ARGS)
-        )
-        try:
-            page = chromium.new_page(
-                viewport={"width": browser.VIEWPORT_WIDTH, "height": browser.VIEWPORT_HEIGHT}
-            )
-            page.set_default_timeout(browser.GRAPH_RENDER_TIMEOUT_S * 1000)
-            page.goto(base_url + browser.ASSET_GRAPH_PATH)
-            page.locator("[data-svg-viewport] svg").first.wait_for()
-            # A first visit may open Dagster's community dialog over the page.
-            skip = page.get_by_role("button", name="Skip")
-            if skip.count():
-                skip.click()
-            page.get_by_role("button", name="Materialize all").click()
-            dialog = page.locator("[role=dialog]")
-            dialog.get_by_role("button", name="All", exact=True).click()
-            dialog.get_by_text(f"{len(_DATASETS)} partitions").wait_for()
-            dialog.get_by_role("button", name="Launch backfill").click()
-            dialog.wait_for(state="detached")
-        finally:
-            chromium.close()
+    with browser.chromium_page() as page:
+        page.goto(base_url + browser.ASSET_GRAPH_PATH)
+        page.locator("[data-svg-viewport] svg").first.wait_for()
+        # A first visit may open Dagster's community dialog over the page.
+        skip = page.get_by_role("button", name="Skip")
+        if skip.count():
+            skip.click()
+        page.get_by_role("button", name="Materialize all").click()
+        dialog = page.locator("[role=dialog]")
+        dialog.get_by_role("button", name="All", exact=True).click()
+        dialog.get_by_text(f"{len(_DATASETS)} partitions").wait_for()
+        dialog.get_by_role("button", name="Launch backfill").click()
+        dialog.wait_for(state="detached")
 
 
 def _wait_for_backfill(base_url: str, instance: dg.DagsterInstance) -> str:

@@ -106,40 +106,28 @@ def _close(page, dialog) -> None:
 
 def browse_asset_pages(base_url: str) -> AssetPages:
     """Open ``discovered_runs``' check and ``flip_table``'s metadata in Chromium."""
-    from playwright.sync_api import sync_playwright
+    with browser.chromium_page() as page:
+        page.goto(f"{base_url}/assets/discovered_runs?view=checks")
+        page.get_by_text(RUNS_HEALTH_CHECK).first.click()
+        page.get_by_text("Latest execution").wait_for()
+        check_text = page.locator("body").inner_text()
+        dialog = _dialog_of(page, "unreadable", _SHOW_JSON)
+        unreadable_json = dialog.inner_text()
+        _close(page, dialog)
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(browser.CHROMIUM_EXECUTABLE), args=list(browser.CHROMIUM_ARGS)
-        )
-        try:
-            page = chromium.new_page(
-                viewport={"width": browser.VIEWPORT_WIDTH, "height": browser.VIEWPORT_HEIGHT}
-            )
-            page.set_default_timeout(browser.GRAPH_RENDER_TIMEOUT_S * 1000)
-            page.goto(f"{base_url}/assets/discovered_runs?view=checks")
-            page.get_by_text(RUNS_HEALTH_CHECK).first.click()
-            page.get_by_text("Latest execution").wait_for()
-            check_text = page.locator("body").inner_text()
-            dialog = _dialog_of(page, "unreadable", _SHOW_JSON)
-            unreadable_json = dialog.inner_text()
+        page.goto(f"{base_url}/assets/flip_table?view=overview")
+        page.get_by_text("Latest materialization").wait_for()
+        rows = page.locator("tr").filter(has=page.get_by_text(_SHOW_MARKDOWN))
+        rows.first.wait_for()
+        labels = [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())]
+        images: list[tuple[int, int]] = []
+        for label in labels:
+            dialog = _dialog_of(page, label.strip(), _SHOW_MARKDOWN)
+            if dialog.locator("img").count():
+                page.wait_for_function(_IMAGES_LOADED_SCRIPT, arg=dialog.element_handle())
+            images += [tuple(size) for size in dialog.evaluate(_DECODED_IMAGES_SCRIPT)]
             _close(page, dialog)
-
-            page.goto(f"{base_url}/assets/flip_table?view=overview")
-            page.get_by_text("Latest materialization").wait_for()
-            rows = page.locator("tr").filter(has=page.get_by_text(_SHOW_MARKDOWN))
-            rows.first.wait_for()
-            labels = [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())]
-            images: list[tuple[int, int]] = []
-            for label in labels:
-                dialog = _dialog_of(page, label.strip(), _SHOW_MARKDOWN)
-                if dialog.locator("img").count():
-                    page.wait_for_function(_IMAGES_LOADED_SCRIPT, arg=dialog.element_handle())
-                images += [tuple(size) for size in dialog.evaluate(_DECODED_IMAGES_SCRIPT)]
-                _close(page, dialog)
-            return AssetPages(check_text, unreadable_json, images)
-        finally:
-            chromium.close()
+        return AssetPages(check_text, unreadable_json, images)
 
 
 @pytest.fixture(scope="module")
