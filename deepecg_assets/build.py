@@ -78,8 +78,14 @@ EXIT_USER_ERROR = 2
 EXIT_BUILD_FAILED = 1
 #: Name the command gives itself in error lines (its console script, see pyproject.toml).
 PROG = "deepecg-build"
-#: The frames the summary reads, by asset name.
-SUMMARY_FRAMES = ("discovered_runs", "reconciled_runs", "averaging_conflicts", "flip_grid")
+#: The frames the summary reads, by asset name, with the columns it reads (None: all). At
+#: 100,000 runs the two runs frames are 98 MB and 1.8 million rows; the summary counts names.
+SUMMARY_FRAMES: dict[str, list[str] | None] = {
+    "discovered_runs": ["run_dir"],
+    "reconciled_runs": ["run_dir", "model", "dataset"],
+    "averaging_conflicts": None,
+    "flip_grid": None,
+}
 _SUCCESS_EVENTS = {"STEP_SUCCESS"}
 
 
@@ -373,7 +379,10 @@ def summary_text(result: BuildResult) -> str:
     """The summary of :mod:`deepecgkit.analysis.summary` for a successful build."""
     output: OutputFolderResource = defs.resources["output_folder"]
     analysis: AnalysisSettings = defs.resources["analysis"]
-    frames = {name: read_stored_frame(output.frames_dir(), name) for name in SUMMARY_FRAMES}
+    frames = {
+        name: read_stored_frame(output.frames_dir(), name, columns=columns)
+        for name, columns in SUMMARY_FRAMES.items()
+    }
     flip_grid = frames["flip_grid"]
     report_dir = output.root() / REPORT_FOLDER
     locations = {
