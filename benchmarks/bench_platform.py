@@ -14,7 +14,7 @@ Printed side by side, each against a baseline measured in the same run:
   deployment would; one run is written into one dataset and the benchmark
   waits until the daemon's runs have finished and the flip table is current.
   Work = the summed durations of the runs the daemon launched; targets: <= 10 s,
-  and <= 20% of the full build's work (its two runs) at 100,000 runs.
+  and <= 20% of the full build's work (its runs) at 100,000 runs.
 
 Usage::
 
@@ -300,7 +300,7 @@ def main() -> None:
 
         with dg.DagsterInstance.from_config(str(scratch / "home")) as inst:
             build_work = sum(seconds for _, seconds in _run_seconds(inst))
-            print(f"  the build's two runs (start to end)     : {build_work:7.1f} s")
+            print(f"  the build's runs (start to end, summed) : {build_work:7.1f} s")
             _print_step_seconds(inst)
         bench_no_change_tick(scratch, args.runs)
         bench_one_run_added(scratch, args.runs, build_work)
