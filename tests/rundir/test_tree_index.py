@@ -313,6 +313,17 @@ def test_flat_roots_see_a_child_that_becomes_a_run(tmp_path: Path) -> None:
 OPERATIONS = ("add", "add_nested", "remove", "rename", "edit", "subdir", "log", "half", "none")
 #: And those that change what a run directory's own listing holds.
 LEAF_OPERATIONS = ("nest", "unmetric")
+#: The property tests' steps: (operation, run number, settle first), and their settings.
+STEPS = st.lists(
+    st.tuples(st.sampled_from(OPERATIONS + LEAF_OPERATIONS), st.integers(0, 3), st.booleans()),
+    min_size=1,
+    max_size=6,
+)
+PROPERTY_SETTINGS = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 def apply(root: Path, operation: str, number: int) -> None:
@@ -344,17 +355,9 @@ def apply(root: Path, operation: str, number: int) -> None:
         (run / METRICS_FILENAME).write_text("model,dataset,f1\ncnn,afib,0.5")
 
 
-@settings(
-    max_examples=12,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@PROPERTY_SETTINGS
 @given(
-    steps=st.lists(
-        st.tuples(st.sampled_from(OPERATIONS + LEAF_OPERATIONS), st.integers(0, 3), st.booleans()),
-        min_size=1,
-        max_size=6,
-    ),
+    steps=STEPS,
     recursive=st.booleans(),
 )
 def test_property_every_tick_gives_the_full_scans_digest(
@@ -472,17 +475,9 @@ def test_known_listings_are_empty_for_other_roots_or_a_flat_scan(tmp_path: Path)
     assert index.known_listings([root, tmp_path], recursive=True) == {}
 
 
-@settings(
-    max_examples=12,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@PROPERTY_SETTINGS
 @given(
-    steps=st.lists(
-        st.tuples(st.sampled_from(OPERATIONS + LEAF_OPERATIONS), st.integers(0, 3), st.booleans()),
-        min_size=1,
-        max_size=6,
-    ),
+    steps=STEPS,
 )
 def test_property_discovery_through_the_index_equals_a_full_listing(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, steps
