@@ -37,6 +37,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from upath import UPath
 
@@ -69,6 +70,14 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PYTHON_INT, _INT_TEXT, _VALUES = "python_int", "int_text", "values"
 #: Rows shown in the Markdown preview attached to every materialisation.
 PREVIEW_ROWS = 10
+#: A column is dictionary-encoded when it holds at most this many distinct values per
+#: row. Parquet dictionary-encodes every column by default, and for a column of distinct
+#: values (run directories, metrics texts, times) building the dictionary and then falling
+#: back to plain pages was a third of writing the 100,000-run ``discovered_runs`` frame.
+DICTIONARY_SHARE = 0.1
+#: Page compression: LZ4 writes and reads that frame twice as fast as Snappy (Parquet's
+#: default) for 8% more bytes (docs/benchmarks.md, "Session 20: discovery at 100,000 runs").
+COMPRESSION = "lz4"
 _MISSING_TOKENS = {"none": None, "nan": math.nan, "na": pd.NA}
 
 
@@ -135,8 +144,30 @@ def frame_to_parquet(frame: pd.DataFrame) -> bytes:
     metadata = dict(table.schema.metadata or {})
     metadata[OBJECT_COLUMNS_KEY] = json.dumps(decoding, sort_keys=True).encode()
     buffer = io.BytesIO()
-    pq.write_table(table.replace_schema_metadata(metadata), buffer)
+    pq.write_table(
+        table.replace_schema_metadata(metadata),
+        buffer,
+        use_dictionary=_dictionary_columns(table),
+        compression=COMPRESSION,
+    )
     return buffer.getvalue()
+
+
+def _dictionary_columns(table: pa.Table) -> list[str]:
+    """The columns worth a dictionary: few distinct values per row (:data:`DICTIONARY_SHARE`).
+
+    Decided by each column's own values, never by its name. A column whose
+    distinct values Arrow cannot count keeps Parquet's default (a dictionary).
+    """
+    chosen = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        try:
+            distinct = pc.count_distinct(column, mode="all").as_py()
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+            distinct = 0
+        if distinct <= DICTIONARY_SHARE * table.num_rows:
+            chosen.append(name)
+    return chosen
 
 
 def _decode_object_column(array: pa.ChunkedArray, how: dict[str, str]) -> np.ndarray:

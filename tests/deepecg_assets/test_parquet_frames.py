@@ -1,16 +1,19 @@
 """Frames round-trip exactly through Parquet and the UPath IO manager."""
 
+import io
 import math
 
 import dagster as dg
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings, strategies as st
 from upath import UPath
 
 from deepecg_assets.parquet_frames import (
     COLUMNS_METADATA,
+    COMPRESSION,
     OBJECT_COLUMNS_KEY,
     ParquetFrameIOManager,
     frame_from_parquet,
@@ -80,6 +83,27 @@ def test_object_columns_are_recorded_in_the_schema_not_in_a_column_list() -> Non
     data = frame_to_parquet(pd.DataFrame({"seed": pd.Series([2**63], dtype=object)}))
     metadata = pq.read_schema(io.BytesIO(data)).metadata
     assert b'"seed"' in metadata[OBJECT_COLUMNS_KEY]
+
+
+def test_only_columns_of_few_distinct_values_get_a_dictionary() -> None:
+    """Distinct texts (run directories, metrics) are stored plain; names get a dictionary."""
+    rows = 200
+    frame = pd.DataFrame(
+        {
+            "run_dir": pd.array([f"/runs/r{i}" for i in range(rows)], dtype="str"),
+            "model": pd.array([f"m{i % 3}" for i in range(rows)], dtype="str"),
+            "mtime": np.arange(rows, dtype=np.float64) / 7,
+            "seed": np.arange(rows, dtype=np.int64) % 5,
+            "checkpoint": pd.Series([None] * rows, dtype=object),
+        }
+    )
+    data = frame_to_parquet(frame)
+    pd.testing.assert_frame_equal(frame_from_parquet(data), frame, check_exact=True)
+    stored = pq.ParquetFile(io.BytesIO(data)).metadata.row_group(0)
+    columns = {stored.column(i).path_in_schema: stored.column(i) for i in range(5)}
+    dictionary = {name for name, column in columns.items() if "RLE_DICTIONARY" in column.encodings}
+    assert dictionary == {"model", "seed", "checkpoint"}
+    assert {column.compression for column in columns.values()} == {COMPRESSION.upper()}
 
 
 def test_a_column_parquet_cannot_hold_says_so() -> None:
