@@ -37,6 +37,12 @@ and PDF-object counts grows with the table (4,969 pages used 16,072 of
 pdfTeX's 8,388,607 objects). That residual risk, a table far past a
 million pages, is the one the pieces do not see. One failing piece fails
 the table, with the error lines of that piece and the body lines it holds.
+
+Measured and left out: pdfTeX's ``-draftmode`` saved about 10% of the CPU of
+the whole 100,000-run table (it writes no PDF), but it skips reading the font
+files, so a check in draft mode would pass a table whose fonts a paper's build
+cannot find. A timeout growing with the table's size is not needed either: a
+piece is at most :data:`CHUNK_LINES` lines, 1-2 s of work against the 60 s.
 """
 
 from __future__ import annotations
@@ -69,9 +75,12 @@ logger = logging.getLogger(__name__)
 CACHE_FORMAT = 1
 _ENTRY_SUFFIX = ".json"
 _DEFAULT_TIMEOUT = 60.0
-#: Body lines of a long table per checked piece: about 215 pages and 2 s of
-#: pdflatex, against about 0.15 s of start-up per piece.
-CHUNK_LINES = 10_000
+#: Body lines of a long table per checked piece: about 107 pages and 1.5 s of
+#: pdflatex, against about 0.15 s of start-up per piece. On the 100,000-run flip
+#: table (docs/benchmarks.md, session 20) its 47 pieces cost 4% more CPU than the
+#: whole table, and keep 16 cores busy for three rounds where 10,000 lines (24
+#: pieces) would leave the second of two rounds half empty.
+CHUNK_LINES = 5_000
 _BODY_START = r"\endlastfoot"
 _BODY_END = r"\end{longtable}"
 
