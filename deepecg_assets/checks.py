@@ -284,7 +284,11 @@ def _compile_check(
     Verdicts come from the output folder's compile cache
     (:func:`~deepecg_assets.assets.tables.compile_cache`) when a picture's
     drawing or an earlier check settled them for the same text and engine;
-    the rest are compiled concurrently and stored. Without ``output_folder``
+    the rest are compiled concurrently and stored. A long table (the flip
+    table of a large sweep) is compiled as pieces of its body, concurrently,
+    each cached by its own text, and fails when one piece fails, naming that
+    piece's body lines (:func:`~deepecgkit.analysis.compile_cache.long_table_chunks`
+    says why the whole compiles when every piece does). Without ``output_folder``
     nothing is looked up or stored. A stored failure fails the
     check with the LaTeX error lines it was stored with.
     """
