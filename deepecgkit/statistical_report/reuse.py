@@ -106,8 +106,9 @@ logger = logging.getLogger(__name__)
 
 CACHE_FILENAME = "report_cache.json.gz"
 CACHE_FORMAT = "deepecg-report-cache"
-#: Bumped whenever an entry's layout or meaning changes (2: the file memos).
-CACHE_VERSION = 2
+#: Bumped whenever an entry's layout or meaning changes (2: the file memos; 3: the
+#: run directory's signature in each memo).
+CACHE_VERSION = 3
 #: Packages whose source shapes the rows (a change invalidates every entry).
 _ROW_SOURCES = ("analysis", "rundir", "statistical_report")
 #: The sections of the file, in :class:`ReportCache` field order.
@@ -470,7 +471,7 @@ class RowReuse:
         """
         for run in runs:
             if run.memo is not None:
-                self.kept.files[str(run.path)] = run.memo
+                self.kept.files[run.path] = run.memo
             # A parse failure's detail names the file's path: not content alone.
             if run.verdict is not None and run.predictions_file is not None:
                 if run.verdict.reason == UNREADABLE:
