@@ -70,6 +70,8 @@ _FACT_TYPES: dict[str, tuple[type, ...]] = {
 _SIGNATURE_LENGTH = 5
 #: The types each fact may have, as a set of exact types (bool only where listed).
 _FACT_EXACT_ITEMS = tuple((key, frozenset(kinds)) for key, kinds in _FACT_TYPES.items())
+#: The types a memo's directory signature may have (None: ``stat`` failed).
+_DIRECTORY_TYPES = frozenset({list, type(None)})
 #: Stands for a missing key (None is a fact's value).
 _ABSENT = object()
 
@@ -138,32 +140,6 @@ def unchanged_memo(entry: dict[str, Any], facts: MemoFacts, directory: list[int]
     return True
 
 
-def _well_formed(entry: Any) -> bool:
-    """Whether a memo read back from the cache has the layout :func:`memo_entry` writes.
-
-    A signature's numbers are not checked one by one: one that is not the
-    file's stat (of whatever type) differs from it, and the run is a miss.
-    Types are compared exactly (a memo is decoded JSON, whose values have
-    exact types), so a bool never passes for an int.
-    """
-    if type(entry) is not dict or type(entry.get("files")) is not dict:
-        return False
-    if type(entry.get("directory", _ABSENT)) not in (list, type(None)):
-        return False
-    for recorded in entry["files"].values():
-        if (
-            type(recorded) is not list
-            or len(recorded) != 1 + _SIGNATURE_LENGTH
-            or type(recorded[0]) is not str
-        ):
-            return False
-    get = entry.get
-    for key, kinds in _FACT_EXACT_ITEMS:  # noqa: SIM110 (a loop beats all(generator))
-        if type(get(key, _ABSENT)) not in kinds:
-            return False
-    return True
-
-
 def recalled_facts(
     entry: Any,
     directory: str,
@@ -186,20 +162,37 @@ def recalled_facts(
             recorded as absent must not be among them (None: each is checked
             with ``lstat``).
 
+    The memo's layout (what :func:`memo_entry` writes) is checked as it is
+    read: a signature's numbers are not checked one by one (one that is not
+    the file's stat, of whatever type, differs from it), and types are
+    compared exactly (a memo is decoded JSON or the memo table's values, of
+    exact types), so a bool never passes for an int.
+
     Returns:
         ``(files, facts, mtimes)``: ``files`` maps each present file to its
         SHA-256 in the order a full read records them (the given names, then
         the predictions file), ``mtimes`` each present file to its ``st_mtime``.
     """
-    if not _well_formed(entry):
+    # The layout is checked as the memo is read, in the same pass (see above).
+    if type(entry) is not dict:
         return None
-    recorded: dict[str, MemoFile] = entry["files"]
-    predictions = entry["predictions"]
-    ordered = [*names, *([predictions] if predictions is not None else [])]
-    if not recorded.keys() <= set(ordered) or (
-        predictions is not None and predictions not in recorded
-    ):
+    recorded = entry.get("files")
+    if type(recorded) is not dict or type(entry.get("directory", _ABSENT)) not in _DIRECTORY_TYPES:
         return None
+    get = entry.get
+    facts: MemoFacts = {}
+    for key, kinds in _FACT_EXACT_ITEMS:
+        value = get(key, _ABSENT)
+        if type(value) not in kinds:
+            return None
+        facts[key] = value
+    predictions = facts["predictions"]
+    if predictions is None:
+        ordered = tuple(names)
+    elif predictions in names or predictions not in recorded:
+        return None
+    else:
+        ordered = (*names, predictions)
     # Paths by concatenation: os.path.join is a Python function, called
     # three times per run of 20,000 (a run directory never ends in a separator
     # but the root's "/", which keeps it).
@@ -219,6 +212,8 @@ def recalled_facts(
             except (OSError, ValueError):  # absent, as recorded (os.path.lexists's test)
                 continue
             return None
+        if type(kept) is not list or len(kept) != 1 + _SIGNATURE_LENGTH or type(kept[0]) is not str:
+            return None
         try:
             info = os.stat(path)
         except (OSError, ValueError):
@@ -234,5 +229,6 @@ def recalled_facts(
             return None
         files[name] = kept[0]
         mtimes[name] = info.st_mtime
-    facts = {key: entry[key] for key in _FACT_TYPES}
+    if len(files) != len(recorded):  # a recorded name the contract does not read
+        return None
     return files, facts, mtimes

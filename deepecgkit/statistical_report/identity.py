@@ -398,7 +398,9 @@ def _recall(
             return False
         run.predictions_mtime = mtimes[name]
     if record is not None and record.mtime == mtimes.get(METRICS_FILENAME):
-        facts.update(_identity_facts(run, record, record.mtime))
+        # What _identity_facts gives while the record's mtime holds, without its dict.
+        facts["model"], facts["dataset"] = record.model, record.dataset
+        facts["seed"], facts["returncode"] = record.seed, record.returncode
     _set_facts(run, facts)
     run.files, run.verdict = files, verdict
     run.memo = (

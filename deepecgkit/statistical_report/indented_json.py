@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import cache
+from itertools import chain
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any
 
@@ -89,26 +90,18 @@ def _column_texts(values: list[Any], depth: int, strings: Callable[[str], str]) 
             for v in values
         ]
     if kinds == {list} or kinds == {dict}:
-        inner = ",\n" + INDENT * (depth + 1)
-        closing = "\n" + INDENT * depth
-        texts = []
-        for value in values:
-            if not value:
-                texts.append("[]" if kinds == {list} else "{}")
-                continue
-            if kinds == {list}:
-                if set(map(type, value)) != {str}:
-                    return None
-                body = inner.join(map(strings, value))
-                texts.append("[" + inner[1:] + body + closing + "]")
-            else:
-                if set(map(type, value)) != {str} or set(map(type, value.values())) != {str}:
-                    return None
-                body = inner.join(
-                    strings(key) + _KEY_SEPARATOR + strings(item) for key, item in value.items()
-                )
-                texts.append("{" + inner[1:] + body + closing + "}")
-        return texts
+        # Every item (and key) is text, checked over all values at once.
+        items = chain.from_iterable(values if kinds == {list} else map(dict.values, values))
+        keys = set() if kinds == {list} else set(map(type, chain.from_iterable(values)))
+        if not set(map(type, items)) <= {str} or not keys <= {str}:
+            return None
+        flat = _flat_encoder(depth, ensure_ascii=strings is encode_basestring_ascii)
+        opening, closing = ("[", "]") if kinds == {list} else ("{", "}")
+        inner = "\n" + INDENT * (depth + 1)
+        end = "\n" + INDENT * depth + closing
+        empty = opening + closing
+        # One C call per container: its items, separated as at depth + 1.
+        return [opening + inner + flat(value)[1:-1] + end if value else empty for value in values]
     return None
 
 

@@ -109,6 +109,7 @@ from deepecgkit.statistical_report.tables import (
     PairOutcome,
     ReportSettings,
     RunScores,
+    column_table,
     table,
     withheld_intervals,
 )
@@ -289,28 +290,22 @@ def _resolved_paths(paths: Sequence[str | Path]) -> list[str]:
 
 
 def _common_path(paths: Sequence[str]) -> str:
-    """``os.path.commonpath(paths)`` of absolute paths, splitting one path per folder.
+    """``os.path.commonpath(paths)``, without splitting each path into components.
 
-    ``commonpath`` splits every path into components (100,000 run
-    directories: a second of a one-run refresh). The paths of one folder
-    with two or more distinct names have that folder as their common path,
-    and a common path of common paths is the common path of all, so one
-    stand-in per folder (the folder, or the one path it holds) gives the same
-    answer. Paths that are not plain normalised absolute text go in as they are.
+    ``commonpath`` splits every path (100,000 run directories: most of a
+    second of a one-run refresh). For plain normalised absolute paths (see
+    :func:`_plain_absolute`) the characters the smallest and the largest path
+    share are those every path shares; cut back to the last separator unless
+    each path ends there or goes on with one, they are the common path. Other
+    paths go to ``commonpath``.
     """
-    names: dict[str, set[str]] = {}
-    others = []
-    for text in paths:
-        if type(text) is str and _plain_absolute(text):
-            parent, _, name = text.rpartition("/")
-            names.setdefault(parent or "/", set()).add(name)
-        else:
-            others.append(text)
-    stand_ins = others + [
-        folder if len(kept) > 1 else os.path.join(folder, next(iter(kept)))
-        for folder, kept in names.items()
-    ]
-    return os.path.commonpath(stand_ins)
+    if not all(type(text) is str and _plain_absolute(text) for text in paths):
+        return os.path.commonpath(paths)
+    shared = os.path.commonprefix([min(paths), max(paths)])  # noqa: RUF071 (characters, then cut)
+    end = len(shared)
+    if all(len(text) == end or text[end] == "/" for text in paths):
+        return shared
+    return shared[: shared.rfind("/")] or "/"
 
 
 def _run_ids(roots: Sequence[str | Path], run_dirs: Sequence[str | Path]) -> list[tuple[str, str]]:
@@ -370,17 +365,23 @@ def _unlisted_runs(roots: list[Path], unlisted: Sequence[UnreadableRun]) -> list
 # --- computing -----------------------------------------------------------------------------------
 
 
-def _exclusion_row(run: RunInput) -> dict[str, Any]:
-    return {
-        "scope": SCOPE_RUN,
-        "run_id": run.run_id,
-        "model": run.model,
-        "dataset": run.dataset,
-        "seed": run.seed,
-        "reference_run_id": None,
-        "reason": run.reason,
-        "detail": run.detail,
+def _exclusions(excluded: list[RunInput], rejected: list[dict[str, Any]]) -> pd.DataFrame:
+    """``exclusions.csv``: the excluded runs (scope ``run``), then the rejected comparisons.
+
+    Built a column at a time (see :func:`~deepecgkit.statistical_report.tables.column_table`).
+    """
+    runs = {
+        "scope": [SCOPE_RUN] * len(excluded),
+        "run_id": [run.run_id for run in excluded],
+        "model": [run.model for run in excluded],
+        "dataset": [run.dataset for run in excluded],
+        "seed": [run.seed for run in excluded],
+        "reference_run_id": [None] * len(excluded),
+        "reason": [run.reason for run in excluded],
+        "detail": [run.detail for run in excluded],
     }
+    values = {name: runs[name] + [row[name] for row in rejected] for name in EXCLUSION_COLUMNS}
+    return column_table(values, EXCLUSION_COLUMNS)
 
 
 def _comparison_row(
@@ -806,10 +807,9 @@ def statistical_report(
         ),
         "paired_comparisons.csv": _with_holm(table(paired_rows, PAIRED_COLUMNS)),
         "mcnemar.csv": table(mcnemar_rows, MCNEMAR_COLUMNS),
-        "exclusions.csv": table(
-            [_exclusion_row(run) for run in runs if run.excluded]
-            + sorted(rejected, key=lambda row: row["run_id"]),
-            EXCLUSION_COLUMNS,
+        "exclusions.csv": _exclusions(
+            [run for run in runs if run.excluded],
+            sorted(rejected, key=lambda row: row["run_id"]),
         ),
     }
 

@@ -272,6 +272,10 @@ def test_common_path_equals_commonpath(tmp_path: Path) -> None:
         ["/x", "/y"],
         ["/", "/a"],
         ["/a//b/run", "/a/b/./run2"],
+        ["/a/b", "/a/b-x", "/a/b/z"],  # a character below "/" between them
+        ["/a/bc", "/a/bd"],
+        ["/a/b", "/a/bc"],
+        ["/a/b/c", "/a/b/c/d", "/a/b/c/e"],
     ]
     for paths in cases:
         assert report._common_path(paths) == os.path.commonpath(paths), paths
