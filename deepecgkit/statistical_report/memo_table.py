@@ -97,6 +97,14 @@ def _json_texts(values: list[Any]) -> list[str | None]:
     return out
 
 
+def _signature_arrays(recorded: Sequence[Any], *, offset: int) -> list[pa.Array]:
+    """The five stat-field arrays of signatures at ``offset`` in each list (None: all null)."""
+    return [
+        pa.array([None if r is None else r[offset + index] for r in recorded], kind)
+        for index, (_, kind) in enumerate(_SIGNATURE_FIELDS)
+    ]
+
+
 def memos_table(memos: Mapping[str, Any], *, names: Sequence[str]) -> tuple[pa.Table, int]:
     """``(table, memos left out)`` of the memos by run directory, rows sorted by directory.
 
@@ -110,24 +118,27 @@ def memos_table(memos: Mapping[str, Any], *, names: Sequence[str]) -> tuple[pa.T
     known = set(names)
     run_dirs = [d for d in sorted(memos) if known.issuperset(memos[d]["files"])]
     chosen = [memos[d] for d in run_dirs]
-    columns: dict[str, list[Any]] = {"run_dir": run_dirs}
-    signatures: list[tuple[str, list[Any]]] = [(DIRECTORY, [m["directory"] for m in chosen])]
-    for name in names:
-        recorded = [m["files"].get(name) for m in chosen]
-        columns[f"{name}:sha256"] = [None if r is None else r[0] for r in recorded]
-        signatures.append((name, [None if r is None else r[1:] for r in recorded]))
-    for prefix, values in signatures:
-        for index, column in enumerate(_signature_columns(prefix)):
-            columns[column] = [None if v is None else v[index] for v in values]
-    for key in _TEXT_FACTS:
-        columns[key] = [m[key] for m in chosen]
-    for key in _INT_FACTS:
-        columns[key] = [None if v is None else int.__repr__(v) for v in (m[key] for m in chosen)]
-    for key in _JSON_FACTS:
-        columns[key] = _json_texts([m[key] for m in chosen])
     schema = _schema(names)
+    # Each column is converted as soon as it is built, so only one list of
+    # 100,000 values lives beside the arrays at a time.
+    arrays = [pa.array(run_dirs, type=pa.string())]
     try:
-        arrays = [pa.array(columns[field.name], type=field.type) for field in schema]
+        recorded: Sequence[Any] = [m["directory"] for m in chosen]
+        arrays.extend(_signature_arrays(recorded, offset=0))
+        for name in names:
+            recorded = [m["files"].get(name) for m in chosen]
+            arrays.append(pa.array([None if r is None else r[0] for r in recorded], pa.string()))
+            arrays.extend(_signature_arrays(recorded, offset=1))
+        del recorded
+        facts: dict[str, pa.Array] = {}
+        for key in _TEXT_FACTS:
+            facts[key] = pa.array([m[key] for m in chosen], pa.string())
+        for key in _INT_FACTS:
+            texts = [None if v is None else int.__repr__(v) for v in (m[key] for m in chosen)]
+            facts[key] = pa.array(texts, pa.string())
+        for key in _JSON_FACTS:
+            facts[key] = pa.array(_json_texts([m[key] for m in chosen]), pa.string())
+        arrays.extend(facts[key] for key in _FACTS)
     except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
         # A stat field beyond 64 bits somewhere: no memo is kept (every run is read next time).
         return pa.Table.from_pylist([], schema=schema), len(memos)
