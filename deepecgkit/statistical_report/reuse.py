@@ -484,12 +484,14 @@ def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> dict[str, Any]:
             logger.warning("report memos %s ignored: %s", path, exc.reason)
         return {}
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        reader = pq.ParquetFile(pa.BufferReader(data))
+        bound = (reader.schema_arrow.metadata or {}).get(_MEMOS_ENVIRONMENT_KEY)
+        # Only a table of this environment is read (its 100,000 rows are most of the file).
+        table = reader.read() if bound == _environment_text(bound_to) else None
     except (pa.ArrowException, OSError, ValueError):
         logger.warning("report memos %s are damaged; every run is read again", path)
         return {}
-    bound = (table.schema.metadata or {}).get(_MEMOS_ENVIRONMENT_KEY)
-    if bound != _environment_text(bound_to):
+    if table is None:
         logger.info(
             "report memos %s were written by another program or version of the library; "
             "every run is read again",
