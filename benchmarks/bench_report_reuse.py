@@ -61,7 +61,8 @@ files that differ between a refresh and the clean build (exit 1 when any does).
 Run: ``PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/bench_report_reuse.py
 --corpus /work/bench/c20k/runs --asset --discovery-cache <output>/cache/run_records.jsonl
 --before main``; for 100,000 runs, ``--corpus /work/bench/c100k/runs`` (any corpus
-path works; with ``--repeat 2`` the two revisions take about eight minutes there).
+path works; with ``--repeat 2`` the two revisions take ten to fifteen minutes there on a
+busy two-core machine).
 """
 
 from __future__ import annotations
