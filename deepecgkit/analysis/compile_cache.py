@@ -78,7 +78,8 @@ _DEFAULT_TIMEOUT = 60.0
 #: Body lines of a long table per checked piece: about 107 pages and 1.5 s of
 #: pdflatex, against about 0.15 s of start-up per piece. On the 100,000-run flip
 #: table (docs/benchmarks.md, session 20) its 47 pieces cost 4% more CPU than the
-#: whole table, and keep 16 cores busy for three rounds where 10,000 lines (24
+#: whole table; on 2 cores the concurrent pieces about halve the check's wall time, and
+#: on 16 they would keep every core busy for three rounds, where 10,000 lines (24
 #: pieces) would leave the second of two rounds half empty.
 CHUNK_LINES = 5_000
 _BODY_START = r"\endlastfoot"
