@@ -24,12 +24,36 @@ names, so the same command measures an older checkout too.
 
 Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_discovery_refresh.py``
 (about a minute at 20,000 runs, most of it the untimed cold discovery).
+
+At 100,000 runs the cold discovery is a minute of its own, so ``--warm-from``
+copies the run cache of a built output folder instead (and one untimed warm
+discovery follows, as the refresh before this one would have run), and
+``--compare CHECKOUT`` measures a second checkout (say ``/work/main``) in the
+same run: this script runs once per checkout and round in a process of its
+own (``PYTHONPATH`` set to the checkout; the rounds alternate between the
+two, so both see the same machine), and prints each row's best over the
+rounds with the ratio of this tree to the other. It adds two rows:
+
+* **after the sensor's tick**: the daemon's order, where ``new_runs_sensor``
+  has seen the new run first (its full path: run cache loaded, tree scanned
+  and indexed, both saved), untimed, and then ``discovered_runs`` runs;
+* **peak memory** of the process (``VmHWM``), over every step it ran.
+
+Run at 100,000 runs (about 8 minutes on two busy cores)::
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_discovery_refresh.py \
+        --runs /work/bench/c100k/runs --warm-from /work/s19/d100/definitions_output \
+        --compare /work/main --repeats 1 --rounds 2
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -42,8 +66,10 @@ from deepecg_assets.assets.discovery import discovered_runs
 from deepecg_assets.assets.transfer import TransferConfig, transfer_matrix
 from deepecg_assets.parquet_frames import frame_from_parquet, frame_to_parquet
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource, RunRootsResource
+from deepecgkit.rundir.cache import RunCache
 from deepecgkit.rundir.format import METRICS_FILENAME
 from deepecgkit.rundir.read import find_run_candidate_paths
+from deepecgkit.rundir.tree_index import indexed_tree_state
 from deepecgkit.rundir.write import write_run_directory
 
 #: The corpus used when ``--runs`` is not given (20,000 runs).
@@ -53,6 +79,10 @@ FIRST_NEW_SEED = 100_000
 #: The issue's targets for these two steps in the one-run refresh at 20,000 runs (s).
 TARGET_DISCOVERY_SECONDS = 2.0
 TARGET_TRANSFER_SECONDS = 0.5
+#: The row of the peak memory (MiB, not seconds).
+PEAK_ROW = "peak memory of the process (MiB)"
+#: Where the run cache lies in an output folder (``OutputFolderResource.cache_file``).
+CACHE_FILE = Path("cache") / "run_records.jsonl"
 
 
 def best_of(repeats: int, work: Callable[[int], Any]) -> tuple[float, Any]:
@@ -73,23 +103,33 @@ def rescan_floor(roots: list[Path]) -> int:
     return len(candidates)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", default=DEFAULT_RUNS, help="the corpus (a run root)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats (best is shown)")
-    args = parser.parse_args(argv)
+def peak_memory_mib() -> float:
+    """The process's peak resident memory so far (``VmHWM``, MiB)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def measure(runs: str, repeats: int, warm_from: str | None) -> tuple[list[tuple[str, float]], str]:
+    """The rows of one checkout's table (name, seconds), and a line about the corpus."""
     with tempfile.TemporaryDirectory(prefix="bench_refresh_") as folder:
         extra = Path(folder) / "new_runs"
         extra.mkdir()
-        roots = os.pathsep.join([args.runs, str(extra)])
+        output = Path(folder) / "out"
+        roots = os.pathsep.join([runs, str(extra)])
         resources = {
             "run_roots": RunRootsResource(roots=roots, recursive=True),
-            "output_folder": OutputFolderResource(path=str(Path(folder) / "out")),
+            "output_folder": OutputFolderResource(path=str(output)),
             "analysis": AnalysisSettings(),
         }
+        if warm_from:
+            (output / CACHE_FILE).parent.mkdir(parents=True)
+            shutil.copyfile(Path(warm_from) / CACHE_FILE, output / CACHE_FILE)
 
         # Contexts are built before the clock starts (each builds an ephemeral instance).
-        contexts = [dg.build_asset_context() for _ in range(2 * args.repeats + 1)]
+        contexts = [dg.build_asset_context() for _ in range(4 * repeats + 1)]
 
         def discover(repeat: int) -> Any:
             outputs = list(discovered_runs(context=contexts.pop(), **resources))
@@ -97,22 +137,43 @@ def main(argv: list[str] | None = None) -> int:
 
         start = time.perf_counter()
         frame = discover(0)
-        print(f"cold discovery (untimed for the figures): {time.perf_counter() - start:.2f} s")
+        kind = "warm" if warm_from else "cold"
+        print(f"{kind} discovery (untimed): {time.perf_counter() - start:.2f} s", flush=True)
+        added = iter(range(FIRST_NEW_SEED, FIRST_NEW_SEED + 2 * repeats))
 
-        def one_new_run(repeat: int) -> Any:
+        def add_run() -> None:
+            seed = next(added)
             write_run_directory(
-                extra / f"new_run_seed{FIRST_NEW_SEED + repeat}",
+                extra / f"new_run_seed{seed}",
                 model="model00",
                 dataset="data00",
                 metrics={"accuracy": 0.5, "f1": 0.5},
-                seed=FIRST_NEW_SEED + repeat,
+                seed=seed,
             )
+
+        def one_new_run(repeat: int) -> Any:
+            add_run()
             return discover(repeat)
 
-        discovery, frame = best_of(args.repeats, one_new_run)
-        floor, count = best_of(args.repeats, lambda _: rescan_floor([Path(args.runs), extra]))
-        parquet, data = best_of(args.repeats, lambda _: frame_to_parquet(frame))
-        load, stored = best_of(args.repeats, lambda _: frame_from_parquet(data))
+        discovery, frame = best_of(repeats, one_new_run)
+
+        def sensor_first(repeat: int) -> float:
+            """The sensor's full path (untimed), then the discovery (timed, returned)."""
+            add_run()
+            cache = RunCache.load(output / CACHE_FILE)
+            _, index = indexed_tree_state([Path(runs), extra], recursive=True, cache=cache)
+            index.save(output / CACHE_FILE.with_name("tree_index.json"))
+            cache.prune_unvisited()
+            cache.save(output / CACHE_FILE)
+            del cache, index
+            start = time.perf_counter()
+            discover(repeat)
+            return time.perf_counter() - start
+
+        after_sensor = min(sensor_first(repeat) for repeat in range(repeats))
+        floor, count = best_of(repeats, lambda _: rescan_floor([Path(runs), extra]))
+        parquet, data = best_of(repeats, lambda _: frame_to_parquet(frame))
+        load, stored = best_of(repeats, lambda _: frame_from_parquet(data))
 
         def transfer(repeat: int) -> Any:
             return transfer_matrix(
@@ -122,21 +183,75 @@ def main(argv: list[str] | None = None) -> int:
                 output_folder=resources["output_folder"],
             )
 
-        probe, _ = best_of(args.repeats, transfer)
+        probe, _ = best_of(repeats, transfer)
     rows = [
         ("floor: list the tree, stat each metrics file", floor),
         ("discovered_runs (one new run parsed)", discovery),
+        ("discovered_runs after the sensor's tick (the run parsed by the sensor)", after_sensor),
         ("its frame as Parquet (IO manager write)", parquet),
         ("discovered_runs, with the write", discovery + parquet),
         ("transfer_matrix: input read back (IO manager load)", load),
         ("transfer_matrix: the asset", probe),
         ("transfer_matrix, with the load", load + probe),
+        (PEAK_ROW, peak_memory_mib()),
     ]
-    print(f"{count} candidates, {len(frame)} usable runs, best of {args.repeats}")
+    return rows, f"{count} candidates, {len(frame)} usable runs, best of {repeats}"
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Run this script per checkout and round in its own process; print both, with ratios."""
+    checkouts = {"this tree": os.getcwd(), "other": os.path.abspath(args.compare)}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
+    command = [sys.executable, os.path.abspath(__file__), "--runs", args.runs, "--json"]
+    command += ["--repeats", str(args.repeats)]
+    command += ["--warm-from", args.warm_from] if args.warm_from else []
+    for round_number in range(args.rounds):
+        for name, checkout in checkouts.items():
+            print(f"round {round_number + 1}: {name} ({checkout}); load {os.getloadavg()}")
+            environment = {**os.environ, "PYTHONPATH": checkout}
+            done = subprocess.run(
+                command, env=environment, cwd=checkout, capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                print(done.stdout + done.stderr, file=sys.stderr)
+                return 1
+            results[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    best = {
+        name: {row: min(r[row] for r in rounds) for row in rounds[0]}
+        for name, rounds in results.items()
+    }
+    print(f"other checkout: {checkouts['other']}; best of {args.rounds} round(s)")
+    print("| step | other (s) | this tree (s) | this / other |")
+    print("| --- | --- | --- | --- |")
+    for row, other in best["other"].items():
+        mine = best["this tree"].get(row, float("nan"))
+        print(f"| {row} | {other:.2f} | {mine:.2f} | {mine / other:.2f}x |")
+    print(f"load average after {os.getloadavg()}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", default=DEFAULT_RUNS, help="the corpus (a run root)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats (best is shown)")
+    parser.add_argument("--warm-from", help="an output folder whose run cache to start from")
+    parser.add_argument("--compare", help="a second checkout measured in the same run")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per checkout (--compare)")
+    parser.add_argument("--json", action="store_true", help="print the rows as one JSON line")
+    args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args)
+    rows, about = measure(args.runs, args.repeats, args.warm_from)
+    if args.json:
+        print(json.dumps(dict(rows)))
+        return 0
+    floor = rows[0][1]
+    print(about)
     print("| step | wall (s) | / floor |")
     print("| --- | --- | --- |")
     for name, seconds in rows:
-        print(f"| {name} | {seconds:.2f} | {seconds / floor:.2f}x |")
+        ratio = "" if name == PEAK_ROW else f"{seconds / floor:.2f}x"
+        print(f"| {name} | {seconds:.2f} | {ratio} |")
     print(
         f"targets at 20,000 runs: discovery <= {TARGET_DISCOVERY_SECONDS} s, "
         f"transfer <= {TARGET_TRANSFER_SECONDS} s"

@@ -7,22 +7,41 @@
    435 model pairs x 28 dataset pairs = 12,180 rows) against
    ``DataFrame.to_csv`` of the same frame, the cost of merely serialising it.
 
-Run: ``.venv/bin/python benchmarks/bench_latex.py``. Prints best-of-five
-times and ratios; nothing is asserted.
+3. With ``--grid FLIP_GRID.parquet`` (session 20: the stored flip grid of a
+   100,000-run build, 232,750 rows): the column-wise ``flip_survival_table``
+   against the landed row-by-row formatter (``to_dict("records")`` and one
+   call of each scalar cell helper per row), rebuilt here as the baseline; the
+   two bodies must be equal line for line, and with ``--expected TEX`` the
+   table must equal that file byte for byte. Then the ``flip_table`` asset's
+   body (table, ``write_tables``, pictures' metadata, preview), invoked
+   directly with a scratch output folder.
+
+Run: ``.venv/bin/python benchmarks/bench_latex.py [--grid ... [--expected ...]]``.
+Prints best-of-five times (best of ``--repeats`` for the grid) and ratios;
+nothing is asserted but the equality of the outputs.
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import re
 import string
+import sys
+import tempfile
+import time
 import timeit
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from deepecgkit.analysis import latex
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from deepecgkit.analysis import latex  # noqa: E402
 
 N_NAMES = 200_000
 N_MODELS = 30
@@ -99,7 +118,106 @@ def _best(function: Callable[[], object]) -> float:
     return min(timeit.repeat(function, number=1, repeat=REPEATS))
 
 
+def _landed_interval(mean: Any, lower: Any, upper: Any, marker: str) -> str:
+    spec = f"+.{latex.DEFAULT_PRECISION}f"
+    return latex._point_and_bounds(mean, lower, upper, spec=spec, marker=marker, small=True)
+
+
+def _landed_wins(wins: Any, n: Any) -> str:
+    total, won = latex._finite_float(n), latex._finite_float(wins)
+    if total is None or total == 0 or won is None:
+        return latex.MISSING_CELL
+    return f"{round(won)}/{round(total)}"
+
+
+def _landed_symbols(row: dict[str, Any], component: int) -> list[str]:
+    symbols = []
+    if latex._is_false(row.get("comparable_magnitudes")):
+        symbols.append(latex._DAGGER_SYMBOL)
+    if str(row.get(f"correction_applied_{component}")) == latex.CORRECTION_UNAVAILABLE:
+        symbols.append(latex._DDAGGER_SYMBOL)
+    return symbols
+
+
+def landed_flip_body(flips: pd.DataFrame) -> list[str]:
+    """The landed (session 19) flip table body: one records dict and one call per cell per row."""
+    keys = ("model_a", "model_b", "dataset_1", "dataset_2")
+    records = latex._records(flips, keys, "flip_survival_table")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in records:
+        groups.setdefault((str(row["dataset_1"]), str(row["dataset_2"])), []).append(row)
+    body: list[str] = []
+    for first, second in sorted(groups):
+        body += [
+            r"\midrule",
+            rf"\multicolumn{{7}}{{l}}{{\textit{{{latex.display_dataset(first)} "
+            rf"$\rightarrow$ {latex.display_dataset(second)}}}}} \\",
+        ]
+        for row in groups[(first, second)]:
+            mark_1 = latex._superscript(_landed_symbols(row, 1))
+            mark_2 = latex._superscript(_landed_symbols(row, 2))
+            survives = latex._explicit_bool(row.get("survives_fdr")) is True
+            body.append(
+                latex._row(
+                    [
+                        f"{latex.display_model(row['model_a'])} / "
+                        f"{latex.display_model(row['model_b'])}",
+                        _landed_interval(row["mean_1"], row["lower_1"], row["upper_1"], mark_1),
+                        _landed_wins(row["wins_1"], row["n_1"]),
+                        _landed_interval(row["mean_2"], row["lower_2"], row["upper_2"], mark_2),
+                        _landed_wins(row["wins_2"], row["n_2"]),
+                        latex._p_cell(row.get("q_reversal")),
+                        latex._display_verdict(row["verdict"])
+                        + (latex._SURVIVES if survives else ""),
+                    ]
+                )
+            )
+    return body
+
+
+def _once(function: Callable[[], object], repeats: int) -> float:
+    return min(timeit.repeat(function, number=1, repeat=repeats))
+
+
+def flip_grid_section(grid_path: Path, expected: Path | None, repeats: int) -> None:
+    """The flip table of a stored grid: column-wise against the landed rows, and the asset body."""
+    from deepecg_assets.assets.tables import flip_table
+    from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
+
+    start = time.perf_counter()
+    grid = pd.read_parquet(grid_path)
+    print(f"{grid_path}: {len(grid):,} rows, read in {time.perf_counter() - start:.2f} s")
+    new_body, _ = latex._flip_body(grid)
+    assert new_body == landed_flip_body(grid), "the column-wise body differs from the landed one"
+    landed = _once(lambda: landed_flip_body(grid), repeats)
+    body = _once(lambda: latex._flip_body(grid), repeats)
+    table = _once(lambda: latex.flip_survival_table(grid), repeats)
+    print(
+        f"  body rows: landed {landed:.2f} s, column-wise {body:.2f} s, "
+        f"speed-up x{landed / body:.1f}"
+    )
+    print(f"  flip_survival_table (caption, notes, longtable): {table:.2f} s")
+    if expected is not None:
+        same = latex.flip_survival_table(grid) == expected.read_text(encoding="utf-8")
+        print(f"  byte for byte equal to {expected}: {same}")
+    with tempfile.TemporaryDirectory(prefix="bench-flip-asset-") as folder:
+        output = OutputFolderResource(path=folder)
+        analysis = AnalysisSettings()
+        asset = _once(
+            lambda: flip_table(flip_grid=grid, analysis=analysis, output_folder=output), repeats
+        )
+    print(f"  flip_table asset body (table, write, metadata, preview): {asset:.2f} s")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--grid", type=Path, help="a stored flip_grid.parquet")
+    parser.add_argument("--expected", type=Path, help="the flip_survival.tex the grid gave")
+    parser.add_argument("--repeats", type=int, default=3, help="best of this many (the grid)")
+    args = parser.parse_args()
+    if args.grid is not None:
+        flip_grid_section(args.grid, args.expected, args.repeats)
+        return
     rng = np.random.default_rng(SEED)
     names = _names(rng)
     regex_escape = _regex_escape()

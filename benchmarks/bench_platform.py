@@ -14,7 +14,7 @@ Printed side by side, each against a baseline measured in the same run:
   deployment would; one run is written into one dataset and the benchmark
   waits until the daemon's runs have finished and the flip table is current.
   Work = the summed durations of the runs the daemon launched; targets: <= 10 s,
-  and <= 20% of the full build's work (its two runs) at 100,000 runs.
+  and <= 20% of the full build's work (its runs) at 100,000 runs.
 
 Usage::
 
@@ -24,11 +24,21 @@ Usage::
 The corpus is only read; the added run goes under a scratch root next to it
 (a second run root), and is removed afterwards. First discovery against the
 I/O floor is measured by ``benchmarks/bench_discovery.py``.
+
+Every process it starts writes and reads byte code as a user's Python does
+(under ``.pycache/`` in the repository, as ``.ci/run`` does): the machine
+this project is developed on sets ``PYTHONDONTWRITEBYTECODE``, which made
+each process compile Dagster, pandas and SciPy from source, about 5 s a
+process that no user's build pays. One untimed import of the code location
+fills that cache before anything is timed. A benchmark started with SIGINT
+ignored (a shell's background job) restores it first: Dagster maps SIGTERM to
+SIGINT's handler, and a daemon's run could not stop its log tails otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -85,8 +95,14 @@ print(time.perf_counter() - start)
 """
 
 
+#: Where the processes of the benchmark keep byte code (git-ignored; the one ``.ci/run`` uses).
+PYCACHE = REPO / ".pycache"
+
+
 def _environment(home: Path, output: Path, roots: list[Path]) -> dict[str, str]:
     env = {**os.environ, "DAGSTER_HOME": str(home), "DEEPECG_OUTPUT": str(output)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     env["DEEPECG_RUNS"] = os.pathsep.join(map(str, roots))
     env["DEEPECG_SENSOR_INTERVAL"] = str(SENSOR_INTERVAL)
     env["PYTHONPATH"] = str(REPO)
@@ -143,6 +159,7 @@ def bench_full_build(runs: Path, scratch: Path) -> dict[str, float]:
     # and the build, timed after the library, would otherwise find it warm (on a quiet
     # machine 24 s for the first library run of 20,000 runs against 10.5 s for the next).
     _timed(library_command, env)
+    _timed([PYTHON, "-c", "import deepecg_assets.build"], env)
     shutil.rmtree(library_out)
     library_out.mkdir()
     library, library_gib, _ = _timed(library_command, env)
@@ -264,15 +281,26 @@ def _first_dataset(instance) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=Path("/work/bench/c20k/runs"))
+    parser.add_argument(
+        "--scratch", type=Path, help="an empty folder for the instance and outputs, kept afterwards"
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as name:
-        scratch = Path(name)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    with contextlib.ExitStack() as stack:
+        if args.scratch is None:
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        else:
+            scratch = args.scratch
+            scratch.mkdir(parents=True, exist_ok=True)
+            if any(scratch.iterdir()):
+                parser.error(f"--scratch {scratch} is not empty")
         bench_full_build(args.runs, scratch)
         import dagster as dg
 
         with dg.DagsterInstance.from_config(str(scratch / "home")) as inst:
             build_work = sum(seconds for _, seconds in _run_seconds(inst))
-            print(f"  the build's two runs (start to end)     : {build_work:7.1f} s")
+            print(f"  the build's runs (start to end, summed) : {build_work:7.1f} s")
             _print_step_seconds(inst)
         bench_no_change_tick(scratch, args.runs)
         bench_one_run_added(scratch, args.runs, build_work)

@@ -54,12 +54,15 @@ run into a copy of that folder, and a clean build of every run. With
 ``deepecg_assets``, each refresh of one revision right after the other's, so
 both see the same machine state. Printed: each refresh's seconds, their
 median (wall and CPU seconds of the child), the ratios of the medians (this
-tree / before), and the files that differ between a refresh and the clean
-build (exit 1 when any does).
+tree / before), the peak resident memory of each step's child (and how far
+the asset's body raised it above the child's imports and frame), and the
+files that differ between a refresh and the clean build (exit 1 when any does).
 
 Run: ``PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/bench_report_reuse.py
 --corpus /work/bench/c20k/runs --asset --discovery-cache <output>/cache/run_records.jsonl
---before main``
+--before main``; for 100,000 runs, ``--corpus /work/bench/c100k/runs`` (any corpus
+path works; with ``--repeat 2`` the two revisions take ten to fifteen minutes there on a
+busy two-core machine).
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ import argparse
 import inspect
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -213,6 +217,7 @@ def _asset_child(frame_path: Path, out: Path, n_runs: int) -> dict[str, float]:
     from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 
     runs = pd.read_parquet(frame_path).iloc[:n_runs]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # The asset's own function: a direct invocation of the asset would add an
     # ephemeral Dagster instance, which a launched run does not build per step.
     body = report_asset.op.compute_fn.decorated_fn
@@ -223,11 +228,22 @@ def _asset_child(frame_path: Path, out: Path, n_runs: int) -> dict[str, float]:
         output_folder=OutputFolderResource(path=str(out)),
         analysis=AnalysisSettings(),
     )
-    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # ru_maxrss is in KiB on Linux: the child's peak, and how much the body raised it.
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "peak_mb": peak / 1024,
+        "rise_mb": (peak - before) / 1024,
+    }
 
 
 def _asset_step(code: Path, frame_path: Path, out: Path, n_runs: int) -> tuple[float, float]:
-    """Wall and CPU seconds of the asset's body in a fresh interpreter running ``code``."""
+    """Wall and CPU seconds of the asset's body in a fresh interpreter running ``code``.
+
+    The child's peak resident memory is recorded in :data:`PEAKS` (by output folder).
+    """
     environ = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(
         [sys.executable, __file__, "--asset-child", str(frame_path), str(out), str(n_runs)],
@@ -238,7 +254,18 @@ def _asset_step(code: Path, frame_path: Path, out: Path, n_runs: int) -> tuple[f
         cwd=code,
     )
     timed = json.loads(done.stdout.splitlines()[-1])
+    PEAKS[out.name] = (float(timed["peak_mb"]), float(timed["rise_mb"]))
     return float(timed["seconds"]), float(timed["cpu"])
+
+
+#: Peak resident memory of each asset step's child and the body's rise above what the
+#: child held before it (MB), by the step's output folder name.
+PEAKS: dict[str, tuple[float, float]] = {}
+
+
+def _peak(name: str) -> str:
+    peak, rise = PEAKS[name]
+    return f"peak RSS {peak:.0f} MB, {rise:.0f} MB above the loaded child"
 
 
 def _stored_frame(corpus: Path, discovery_cache: Path | None, into: Path) -> tuple[Path, int]:
@@ -278,8 +305,8 @@ def asset_scale(
             full, _ = _asset_step(code, frame_path, folder / "built", n_runs - 1)
             clean, _ = _asset_step(code, frame_path, folder / "clean", n_runs)
             print(
-                f"{name}: build of {n_runs - 1} runs {full:.2f} s, clean build of {n_runs} "
-                f"runs {clean:.2f} s"
+                f"{name}: build of {n_runs - 1} runs {full:.2f} s ({_peak('built')}), clean "
+                f"build of {n_runs} runs {clean:.2f} s ({_peak('clean')})"
             )
         for attempt in range(repeat):
             for index, name in enumerate(codes):
@@ -287,6 +314,8 @@ def asset_scale(
                 out = folder / f"refresh{attempt}"
                 shutil.copytree(folder / "built", out, symlinks=True)
                 refreshes[name].append(_asset_step(codes[name], frame_path, out, n_runs))
+                if attempt == 0:
+                    print(f"{name}: first refresh {_peak(out.name)}")
         for index, name in enumerate(codes):
             folder = work / f"code{index}"
             built, clean = _tree(folder / "refresh0"), _tree(folder / "clean")

@@ -19,10 +19,22 @@ the library's parts:
   check, pictures drawn concurrently) and the checks'
   :func:`deepecgkit.analysis.compile_cache.compile_tables` against it.
 
+With ``--long-table FILE`` it measures instead the compile check of one long
+table (session 20: the flip table of a 100,000-run sweep) against the landed
+check, one pdflatex run over the whole table, in the same run:
+
+* **draftmode**: the whole table once with pdfTeX's ``-draftmode`` (no PDF written);
+* **pieces**: :func:`~deepecgkit.analysis.compile_cache.compile_tables`, which
+  compiles the table's pieces (:func:`~deepecgkit.analysis.compile_cache.long_table_chunks`)
+  concurrently on the machine's cores, with an empty cache (``--chunk-lines``);
+* **pieces, one core**: the same pieces one after another (their start-up cost);
+* **pieces, cached**: the check again with the cache the first run filled.
+
 Usage::
 
     python benchmarks/bench_table_compiles.py --runs /work/bench/c20k/runs
     python benchmarks/bench_table_compiles.py --tables <output>/tables   # .tex files already built
+    python benchmarks/bench_table_compiles.py --long-table <output>/tables/flip_survival.tex
 
 Prints seconds (wall clock) per table group and ratios; nothing is asserted.
 """
@@ -48,7 +60,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from deepecg_assets import metadata_images as M  # noqa: E402
-from deepecgkit.analysis import latex as L, table_images as T  # noqa: E402
+from deepecgkit.analysis import (  # noqa: E402
+    compile_cache as C,
+    latex as L,
+    table_images as T,
+)
 from deepecgkit.analysis.compile_cache import CompileCache, compile_tables  # noqa: E402
 
 #: The asset each table belongs to, by the start of its stem.
@@ -166,6 +182,68 @@ def _seconds(work: Callable[[], None], *, cpu: bool) -> float:
     return clock() - start
 
 
+def _whole(table: str, *switches: str) -> tuple[bool, str]:
+    """The landed check: one engine run over the whole table's check document."""
+    with tempfile.TemporaryDirectory(prefix="bench-long-table-") as folder:
+        source = Path(folder) / "table.tex"
+        source.write_text(L.standalone_document(table), encoding="utf-8")
+        command = [L.latex_engine(table), "-interaction=nonstopmode", "-halt-on-error"]
+        done = subprocess.run(
+            [*command, "-no-shell-escape", *switches, source.name],
+            cwd=folder,
+            capture_output=True,
+            check=False,
+        )
+        return done.returncode == 0, done.stdout.decode(errors="replace")[-300:]
+
+
+def long_table(path: Path, *, with_draft: bool, chunk_lines: int) -> None:
+    """The compile check of one long table, whole (landed) against in pieces.
+
+    Prints wall-clock and CPU seconds (this process and its engines): on a
+    machine shared with other work the CPU seconds are the steadier figure, and
+    the pieces' wall clock on ``k`` free cores is about their CPU seconds / ``k``.
+    """
+    table = path.read_text(encoding="utf-8")
+    engine = {"t": L.latex_engine(table)}
+    pieces = C.long_table_chunks(table, lines=chunk_lines)
+    print(
+        f"{path}: {len(table) / 1e6:.1f} MB, {table.count(chr(10)):,} lines, "
+        f"{len(pieces)} pieces of {chunk_lines:,} body lines, {os.cpu_count()} cores"
+    )
+    runs: dict[str, Callable[[], object]] = {"whole (landed)": lambda: _whole(table)}
+    if with_draft:
+        runs["whole, -draftmode"] = lambda: _whole(table, "-draftmode")
+    folder = Path(tempfile.mkdtemp(prefix="bench-long-table-cache-"))
+    cache = CompileCache(folder)
+
+    def pieces_check() -> tuple[bool, str]:
+        return compile_tables(
+            {"t": table}, engine, cache=cache, timeout=600, chunk_lines=chunk_lines
+        )["t"]
+
+    runs["pieces, concurrent"] = pieces_check
+    runs["pieces, cached"] = pieces_check
+    runs["pieces, one core"] = lambda: C.map_concurrently(
+        lambda piece: L.compile_table_run(piece[0], timeout=600), pieces, workers=1
+    )
+    times: dict[str, tuple[float, float]] = {}
+    for name, run in runs.items():
+        wall, cpu = time.perf_counter(), _cpu()
+        result = run()
+        times[name] = (time.perf_counter() - wall, _cpu() - cpu)
+        if name in ("whole (landed)", "pieces, concurrent"):
+            print(f"  {name}: compiles {result[0]} {result[1][:200]}")
+    shutil.rmtree(folder, ignore_errors=True)
+    wall_base, cpu_base = times["whole (landed)"]
+    print(f"  {'':20} {'wall s':>8} {'ratio':>7} {'CPU s':>8} {'ratio':>7}")
+    for name, (wall, cpu) in times.items():
+        print(
+            f"  {name:20} {wall:8.2f} {_ratio(wall_base, wall):>7} "
+            f"{cpu:8.2f} {_ratio(cpu_base, cpu):>7}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     source = parser.add_mutually_exclusive_group()
@@ -178,7 +256,13 @@ def main() -> None:
         "on a loaded machine, blind to the concurrency",
     )
     parser.add_argument("--assets", nargs="+", choices=sorted(GROUPS), default=list(GROUPS))
+    parser.add_argument("--long-table", type=Path, help="measure the check of this long table")
+    parser.add_argument("--no-draft", action="store_true", help="skip the -draftmode run")
+    parser.add_argument("--chunk-lines", type=int, default=C.CHUNK_LINES, help="body lines a piece")
     args = parser.parse_args()
+    if args.long_table is not None:
+        long_table(args.long_table, with_draft=not args.no_draft, chunk_lines=args.chunk_lines)
+        return
     if args.tables is not None:
         tables = {p.stem: p.read_text(encoding="utf-8") for p in sorted(args.tables.glob("*.tex"))}
         print(f"tables of {args.tables}")

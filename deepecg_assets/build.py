@@ -31,7 +31,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -67,6 +67,9 @@ DEFAULT_DAGSTER_HOME = ".dagster_home"
 #: not ask a newcomer a question before showing a result. A ``dagster.yaml``
 #: the user wrote is never touched.
 NEW_INSTANCE_YAML = "telemetry:\n  enabled: false\n"
+#: Most discovered runs whose dataset partitions one run of the build materialises (see
+#: :func:`materialize_everything`): at 100,000 runs two ranges of 50,000, at 20,000 one.
+DATASET_RUNS_PER_RANGE = 50_000
 #: Steps that took at least this long get a progress line when they finish.
 LONG_STEP_SECONDS = 5.0
 #: Loggers whose progress records are shown.
@@ -78,8 +81,14 @@ EXIT_USER_ERROR = 2
 EXIT_BUILD_FAILED = 1
 #: Name the command gives itself in error lines (its console script, see pyproject.toml).
 PROG = "deepecg-build"
-#: The frames the summary reads, by asset name.
-SUMMARY_FRAMES = ("discovered_runs", "reconciled_runs", "averaging_conflicts", "flip_grid")
+#: The frames the summary reads, by asset name, with the columns it reads (None: all). At
+#: 100,000 runs the two runs frames are 98 MB and 1.8 million rows; the summary counts names.
+SUMMARY_FRAMES: dict[str, list[str] | None] = {
+    "discovered_runs": ["run_dir"],
+    "reconciled_runs": ["run_dir", "model", "dataset"],
+    "averaging_conflicts": None,
+    "flip_grid": None,
+}
 _SUCCESS_EVENTS = {"STEP_SUCCESS"}
 
 
@@ -281,20 +290,64 @@ def _execute(
     )
 
 
+def dataset_ranges(
+    order: Sequence[str], runs_per_key: Mapping[str, int], *, runs_per_range: int
+) -> list[list[str]]:
+    """``order`` cut into consecutive ranges of at most ``runs_per_range`` runs each.
+
+    A range is a run of the build; a dataset with more runs than that is a
+    range of its own (a dataset is never split). Keys missing from
+    ``runs_per_key`` count as empty. No keys give no ranges.
+    """
+    ranges: list[list[str]] = []
+    total = 0
+    for key in order:
+        runs = runs_per_key.get(key, 0)
+        if ranges and total + runs <= runs_per_range:
+            ranges[-1].append(key)
+            total += runs
+        else:
+            ranges.append([key])
+            total = runs
+    return ranges
+
+
+def _runs_per_key(output: OutputFolderResource, partitions: Mapping[str, str]) -> dict[str, int]:
+    """Discovered runs per partition key, from the stored ``discovered_runs`` frame."""
+    datasets = read_stored_frame(output.frames_dir(), DISCOVERY_ASSET, columns=["dataset"])
+    counts = datasets["dataset"].astype(str).value_counts()
+    return {key: int(counts.get(dataset, 0)) for key, dataset in partitions.items()}
+
+
+def _range_tags(keys: Sequence[str]) -> dict[str, str]:
+    return {ASSET_PARTITION_RANGE_START_TAG: keys[0], ASSET_PARTITION_RANGE_END_TAG: keys[-1]}
+
+
 def materialize_everything(
-    instance: dg.DagsterInstance, *, verbose: bool, stream: TextIO
+    instance: dg.DagsterInstance,
+    *,
+    verbose: bool,
+    stream: TextIO,
+    runs_per_range: int = DATASET_RUNS_PER_RANGE,
 ) -> BuildResult:
-    """Every asset and check, in this process on ``instance``, in two runs.
+    """Every asset and check, in this process on ``instance``, in two runs or a few more.
 
     The first run discovers the runs; the dataset partitions are then made to
-    match the datasets found; the second run builds every dataset partition
-    in one go (a single-run range over all partitions, so each step runs once
-    however many datasets there are) and everything downstream. ``dagster
-    asset materialize --select '*'`` cannot do this on a fresh instance,
-    which holds no partitions yet.
+    match the datasets found. The dataset partitions are built as single-run
+    ranges (each step runs once for all the partitions of its range, however
+    many datasets there are) of at most ``runs_per_range`` discovered runs
+    (:func:`dataset_ranges`); the last range's run also builds everything
+    downstream. A corpus within ``runs_per_range`` is built in two runs.
+    ``dagster asset materialize --select '*'`` cannot do this on a fresh
+    instance, which holds no partitions yet.
+
+    Why ranges: a step over many partitions stores its outputs when it ends,
+    so it holds every partition's frames at once, and the build's memory grew
+    with the corpus (the long frames of 100,000 runs are 1.8 million rows).
 
     Dagster's console logger is attached only when ``verbose``; the progress
-    logger always is. Never raises for a failing step: the result says which.
+    logger always is. Never raises for a failing step: the result says which;
+    no later run starts after a failed one.
     """
     progress = ProgressHandler(stream)
     logger_defs: dict[str, dg.LoggerDefinition] = {"progress": _step_logger_def(progress)}
@@ -310,15 +363,21 @@ def materialize_everything(
     if not first.success:
         return result
     output: OutputFolderResource = defs.resources["output_folder"]
-    keys = list(result.discovery_metadata()[PARTITIONS_METADATA])
-    order = sync_dataset_partitions(instance, keys, frames_dir=output.frames_dir())
+    partitions = dict(result.discovery_metadata()[PARTITIONS_METADATA])
+    order = sync_dataset_partitions(instance, list(partitions), frames_dir=output.frames_dir())
+    per_dataset = dg.AssetSelection.assets(*PER_DATASET_ASSETS)
     rest = dg.AssetSelection.all() - discovery
-    tags = None
-    if order:
-        tags = {ASSET_PARTITION_RANGE_START_TAG: order[0], ASSET_PARTITION_RANGE_END_TAG: order[-1]}
-    else:
-        rest -= dg.AssetSelection.assets(*PER_DATASET_ASSETS)
-    result.runs.append(_execute(job, instance, run_config, selection=rest, tags=tags))
+    if not order:
+        result.runs.append(_execute(job, instance, run_config, selection=rest - per_dataset))
+        return result
+    ranges = dataset_ranges(order, _runs_per_key(output, partitions), runs_per_range=runs_per_range)
+    for keys in ranges[:-1]:
+        run = _execute(job, instance, run_config, selection=per_dataset, tags=_range_tags(keys))
+        result.runs.append(run)
+        if not run.success:
+            return result
+    last = _execute(job, instance, run_config, selection=rest, tags=_range_tags(ranges[-1]))
+    result.runs.append(last)
     return result
 
 
@@ -373,7 +432,10 @@ def summary_text(result: BuildResult) -> str:
     """The summary of :mod:`deepecgkit.analysis.summary` for a successful build."""
     output: OutputFolderResource = defs.resources["output_folder"]
     analysis: AnalysisSettings = defs.resources["analysis"]
-    frames = {name: read_stored_frame(output.frames_dir(), name) for name in SUMMARY_FRAMES}
+    frames = {
+        name: read_stored_frame(output.frames_dir(), name, columns=columns)
+        for name, columns in SUMMARY_FRAMES.items()
+    }
     flip_grid = frames["flip_grid"]
     report_dir = output.root() / REPORT_FOLDER
     locations = {

@@ -28,7 +28,7 @@ of column names:
 import io
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from upath import UPath
 
@@ -45,15 +46,20 @@ from deepecg_assets.resources import OutputFolderResource
 from deepecgkit.io import atomic_write_bytes
 
 __all__ = [
+    "COLUMNS_METADATA",
     "OBJECT_COLUMNS_KEY",
     "ParquetFrameIOManager",
     "ParquetFrames",
     "frame_from_parquet",
     "frame_metadata",
     "frame_to_parquet",
+    "input_columns",
     "read_stored_frame",
 ]
 
+#: Key of an ``AssetIn``'s metadata naming the columns the input reads (all when absent):
+#: ``dg.AssetIn(metadata={COLUMNS_METADATA: ["dataset"]})``.
+COLUMNS_METADATA = "deepecg/columns"
 #: Schema-metadata key listing how each ``object`` column was encoded.
 OBJECT_COLUMNS_KEY = b"deepecg.object_columns"
 #: Widest exact integer Parquet's decimal type holds (digits).
@@ -64,6 +70,14 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PYTHON_INT, _INT_TEXT, _VALUES = "python_int", "int_text", "values"
 #: Rows shown in the Markdown preview attached to every materialisation.
 PREVIEW_ROWS = 10
+#: A column is dictionary-encoded when it holds at most this many distinct values per
+#: row. Parquet dictionary-encodes every column by default, and for a column of distinct
+#: values (run directories, metrics texts, times) building the dictionary and then falling
+#: back to plain pages was a third of writing the 100,000-run ``discovered_runs`` frame.
+DICTIONARY_SHARE = 0.1
+#: Page compression: LZ4 writes and reads that frame twice as fast as Snappy (Parquet's
+#: default) for 8% more bytes (docs/benchmarks.md, "Session 20: discovery at 100,000 runs").
+COMPRESSION = "lz4"
 _MISSING_TOKENS = {"none": None, "nan": math.nan, "na": pd.NA}
 
 
@@ -130,8 +144,30 @@ def frame_to_parquet(frame: pd.DataFrame) -> bytes:
     metadata = dict(table.schema.metadata or {})
     metadata[OBJECT_COLUMNS_KEY] = json.dumps(decoding, sort_keys=True).encode()
     buffer = io.BytesIO()
-    pq.write_table(table.replace_schema_metadata(metadata), buffer)
+    pq.write_table(
+        table.replace_schema_metadata(metadata),
+        buffer,
+        use_dictionary=_dictionary_columns(table),
+        compression=COMPRESSION,
+    )
     return buffer.getvalue()
+
+
+def _dictionary_columns(table: pa.Table) -> list[str]:
+    """The columns worth a dictionary: few distinct values per row (:data:`DICTIONARY_SHARE`).
+
+    Decided by each column's own values, never by its name. A column whose
+    distinct values Arrow cannot count keeps Parquet's default (a dictionary).
+    """
+    chosen = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        try:
+            distinct = pc.count_distinct(column, mode="all").as_py()
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+            distinct = 0
+        if distinct <= DICTIONARY_SHARE * table.num_rows:
+            chosen.append(name)
+    return chosen
 
 
 def _decode_object_column(array: pa.ChunkedArray, how: dict[str, str]) -> np.ndarray:
@@ -144,10 +180,23 @@ def _decode_object_column(array: pa.ChunkedArray, how: dict[str, str]) -> np.nda
     return out
 
 
-def frame_from_parquet(data: bytes) -> pd.DataFrame:
-    """The frame :func:`frame_to_parquet` stored, with its dtypes and values."""
-    table = pq.read_table(io.BytesIO(data))
+def frame_from_parquet(data: bytes, *, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """The frame :func:`frame_to_parquet` stored, with its dtypes and values.
+
+    ``columns`` reads only those (in the stored order); a name the frame lacks
+    raises ``KeyError``. Parquet stores each column apart, so the others are
+    not decoded at all: at 100,000 runs ``discovered_runs``' metrics text is
+    80 of its 98 MB, and most readers never look at it.
+    """
+    if columns is not None:
+        stored = pq.read_schema(io.BytesIO(data)).names
+        missing = sorted(set(columns) - set(stored))
+        if missing:
+            raise KeyError(f"the stored frame has no column(s) {missing}")
+        columns = [name for name in stored if name in set(columns)]
+    table = pq.read_table(io.BytesIO(data), columns=columns)
     decoding = json.loads((table.schema.metadata or {}).get(OBJECT_COLUMNS_KEY, b"{}"))
+    decoding = {name: how for name, how in decoding.items() if name in table.column_names}
     objects = {name: table.column(name) for name in decoding}
     frame = table.drop_columns(list(objects)).to_pandas()
     for name, array in objects.items():
@@ -197,7 +246,7 @@ class ParquetFrameIOManager(dg.UPathIOManager):
                     f"{context.asset_key.to_user_string()}{partition} first"
                 )
             ) from None
-        return frame_from_parquet(data)
+        return frame_from_parquet(data, columns=input_columns(context))
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if not context.has_asset_partitions:
@@ -225,6 +274,13 @@ class ParquetFrameIOManager(dg.UPathIOManager):
             key: self.load_from_path(context=context, path=path)
             for key, path in sorted(self._get_paths_for_partitions(context).items())
         }
+
+
+def input_columns(context: dg.InputContext) -> list[str] | None:
+    """The columns an input asks for (:data:`COLUMNS_METADATA` of its ``AssetIn``), else None."""
+    metadata = context.definition_metadata or {}
+    columns = metadata.get(COLUMNS_METADATA)
+    return None if columns is None else list(columns)
 
 
 def frame_metadata(frame: pd.DataFrame) -> dict[str, Any]:
@@ -259,17 +315,19 @@ class ParquetFrames(dg.ConfigurableIOManagerFactory):
         return ParquetFrameIOManager(base_path=base)
 
 
-def read_stored_frame(frames_dir: Path, asset: str) -> pd.DataFrame:
+def read_stored_frame(
+    frames_dir: Path, asset: str, *, columns: Sequence[str] | None = None
+) -> pd.DataFrame:
     """The frame of ``asset`` as a local store holds it: one file, or its partitions joined.
 
     Partitions are joined in key order (:func:`deepecg_assets.partitions.joined`),
-    as the cross-dataset assets read them.
+    as the cross-dataset assets read them. ``columns``: as :func:`frame_from_parquet`.
     """
     single = frames_dir / f"{asset}{FRAME_SUFFIX}"
     if single.is_file():
-        return frame_from_parquet(single.read_bytes())
+        return frame_from_parquet(single.read_bytes(), columns=columns)
     parts = {
-        path.name[: -len(FRAME_SUFFIX)]: frame_from_parquet(path.read_bytes())
+        path.name[: -len(FRAME_SUFFIX)]: frame_from_parquet(path.read_bytes(), columns=columns)
         for path in sorted((frames_dir / asset).glob(f"*{FRAME_SUFFIX}"))
     }
-    return joined(parts)
+    return joined(parts, columns=columns or ())

@@ -250,7 +250,7 @@ def new_runs_sensor(
             _save_index(context, index, index_file)
         return _unchanged_result(quick)
     cache = RunCache.load(output_folder.cache_file())
-    state, index = indexed_tree_state(roots, recursive=recursive, cache=cache)
+    state, index = indexed_tree_state(roots, recursive=recursive, cache=cache, previous=index)
     _save_index(context, index, index_file)
     pending = _pending_note(state.pending)
     if state.digest == context.cursor:

@@ -4,10 +4,14 @@ Discovery is the one asset that is not partitioned: finding runs means
 scanning the whole tree (a run's dataset is only known once its files are
 read), duplicates and failures are resolved per (dataset, model, seed) with
 the same rules everywhere, and the run cache makes a rescan cost one ``stat``
-per unchanged run. Every per-dataset asset (:mod:`deepecg_assets.assets.datasets`)
-reads its dataset's rows of this frame.
+per unchanged run's metrics file. The scan also saves the tree index the
+sensor keeps (:mod:`deepecgkit.rundir.tree_index`), and reads the last one:
+a run directory whose change time is the one recorded there is not listed
+again (one more ``stat`` instead of a listing). Every per-dataset asset
+(:mod:`deepecg_assets.assets.datasets`) reads its dataset's rows of this frame.
 """
 
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -25,8 +29,10 @@ from deepecg_assets.resources import (
 )
 from deepecgkit._compat import moved_names
 from deepecgkit.rundir.cache import RunCache
+from deepecgkit.rundir.listing import ListingRecord
 from deepecgkit.rundir.read import discover_run_frame
 from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, frame_metric_names
+from deepecgkit.rundir.tree_index import TreeIndex
 
 DISCOVERY_GROUP = "discovery"
 
@@ -72,6 +78,16 @@ def runs_health_check(diagnostics: dict[str, list[str]]) -> dg.AssetCheckResult:
     )
 
 
+def _save_tree_index(context: dg.AssetExecutionContext, index: TreeIndex, path: Path) -> None:
+    """Save the scan's tree index; a failure only costs the next scan its listings (logged)."""
+    try:
+        index.save(path)
+    except OSError as exc:
+        context.log.warning(
+            "cannot save the tree index %s (%s); the next scan lists all", path, exc
+        )
+
+
 @dg.asset(
     group_name=DISCOVERY_GROUP,
     kinds={"python", "parquet"},
@@ -106,25 +122,40 @@ def discovered_runs(
         roots = run_roots.checked_roots()
     except RunRootError as exc:
         raise dg.Failure(description=str(exc)) from None
+    recursive = run_roots.is_recursive()
+    index_file = output_folder.tree_index_file()
+    index = TreeIndex.load(index_file)
+    known = None if index is None else index.known_listings(roots, recursive=recursive)
+    del index
+    listing = ListingRecord()
     cache = RunCache.load(output_folder.cache_file())
     try:
         frame, diagnostics = discover_run_frame(
             roots,
             cache=cache,
-            recursive=run_roots.is_recursive(),
+            recursive=recursive,
             include_legacy=analysis.include_legacy,
             on_duplicate=analysis.on_duplicate,
             include_failed=analysis.include_failed,
+            listing=listing,
+            known=known,
         )
     except ValueError as exc:
         raise dg.Failure(description=str(exc)) from None
     states = cache.dataset_digests()
     pruned = cache.prune_unvisited()
     cache.save(output_folder.cache_file())
+    _save_tree_index(
+        context, TreeIndex.from_discovery(listing, cache, recursive=recursive), index_file
+    )
     try:
         keys = dataset_keys(frame["dataset"].tolist())
     except ValueError as exc:
         raise dg.Failure(description=str(exc)) from None
+    parsed, reused, damaged = cache.misses, cache.hits, cache.damaged
+    # The cache holds every run's saved line (120 MB at 100,000 runs): let it go before the
+    # frame is yielded, since the IO manager writes the frame while this step is suspended.
+    del cache, listing, known
     models = set(frame["model"].tolist())
     analysis.check_names(
         metrics=frame_metric_names(frame), models=models, datasets=set(keys.values())
@@ -132,15 +163,15 @@ def discovered_runs(
     context.log.info(
         "discovered %d usable run(s); %d parsed, %d reused from the cache",
         len(frame),
-        cache.misses,
-        cache.hits,
+        parsed,
+        reused,
     )
     metadata: dict[str, Any] = {
         "roots": ", ".join(map(str, roots)),
-        "runs_parsed": cache.misses,
-        "runs_reused": cache.hits,
+        "runs_parsed": parsed,
+        "runs_reused": reused,
         "cache_entries_pruned": pruned,
-        "cache_lines_damaged": cache.damaged,
+        "cache_lines_damaged": damaged,
         "models": len(models),
         "datasets": len(keys),
         PARTITIONS_METADATA: dg.MetadataValue.json(keys),

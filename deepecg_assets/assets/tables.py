@@ -14,6 +14,7 @@ import dagster as dg
 import pandas as pd
 
 from deepecg_assets.metadata_images import picture_name, table_picture_metadata
+from deepecg_assets.parquet_frames import COLUMNS_METADATA
 from deepecg_assets.partitions import DATASETS, SINGLE_RUN, dataset_keys, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecg_assets.sensors import EAGER
@@ -125,7 +126,11 @@ def results_tables(
 
 
 @dg.asset(
-    group_name=TABLES_GROUP, automation_condition=EAGER, kinds={"json"}, deps=[results_tables]
+    group_name=TABLES_GROUP,
+    automation_condition=EAGER,
+    kinds={"json"},
+    deps=[results_tables],
+    ins={"discovered_runs": dg.AssetIn(metadata={COLUMNS_METADATA: ["dataset"]})},
 )
 def results_index(
     discovered_runs: pd.DataFrame, output_folder: OutputFolderResource

@@ -20,6 +20,29 @@ entry that cannot be read is a miss, never an error.
 
 Independent compiles run concurrently (:func:`map_concurrently`): each
 engine run is a single-threaded subprocess, so threads suffice.
+
+A long table is checked in pieces (:func:`long_table_chunks`). pdfTeX is
+single-threaded, and the flip table of a 100,000-run sweep (232,750 rows,
+35 MB, 4,969 pages) took 56 s in one run, close to the 60 s timeout; its
+pieces of :data:`CHUNK_LINES` body lines are complete documents with the
+same header, compiled concurrently on the machine's cores and cached one by
+one. Each piece repeats the line before it, so every pair of adjacent body
+lines is typeset together somewhere (a row that a ``\\`` before it would
+misread is still caught). The whole compiles if every piece does because
+an emitted body line is a self-contained row, rule or note: names are
+escaped (:func:`~deepecgkit.analysis.latex.escape_latex`), so no row can
+define a macro, change a catcode or open a group that a later row closes,
+and a longtable ships each page out as it fills, so no resource but page
+and PDF-object counts grows with the table (4,969 pages used 16,072 of
+pdfTeX's 8,388,607 objects). That residual risk, a table far past a
+million pages, is the one the pieces do not see. One failing piece fails
+the table, with the error lines of that piece and the body lines it holds.
+
+Measured and left out: pdfTeX's ``-draftmode`` saved about 10% of the CPU of
+the whole 100,000-run table (it writes no PDF), but it skips reading the font
+files, so a check in draft mode would pass a table whose fonts a paper's build
+cannot find. A timeout growing with the table's size is not needed either: a
+piece is at most :data:`CHUNK_LINES` lines, 1-2 s of work against the 60 s.
 """
 
 from __future__ import annotations
@@ -33,14 +56,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from deepecgkit.analysis.latex import compile_table_run, standalone_document
+from deepecgkit.analysis.latex import compile_table_run, is_long_table, standalone_document
 from deepecgkit.io import atomic_write_json
 
 __all__ = [
     "CACHE_FORMAT",
+    "CHUNK_LINES",
     "CompileCache",
     "compile_key",
     "compile_tables",
+    "long_table_chunks",
     "map_concurrently",
 ]
 
@@ -50,6 +75,15 @@ logger = logging.getLogger(__name__)
 CACHE_FORMAT = 1
 _ENTRY_SUFFIX = ".json"
 _DEFAULT_TIMEOUT = 60.0
+#: Body lines of a long table per checked piece: about 107 pages and 1.5 s of
+#: pdflatex, against about 0.15 s of start-up per piece. On the 100,000-run flip
+#: table (docs/benchmarks.md, session 20) its 47 pieces cost 4% more CPU than the
+#: whole table; on 2 cores the concurrent pieces about halve the check's wall time, and
+#: on 16 they would keep every core busy for three rounds, where 10,000 lines (24
+#: pieces) would leave the second of two rounds half empty.
+CHUNK_LINES = 5_000
+_BODY_START = r"\endlastfoot"
+_BODY_END = r"\end{longtable}"
 
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
@@ -118,36 +152,80 @@ def map_concurrently(
         return list(pool.map(function, listed))
 
 
+def long_table_chunks(table: str, *, lines: int = CHUNK_LINES) -> list[tuple[str, str]]:
+    """``table`` as complete tables of at most ``lines`` body lines each, with where each lies.
+
+    A longtable's body (the lines between ``\\endlastfoot`` and
+    ``\\end{longtable}``) is cut into pieces of ``lines`` lines; each piece
+    keeps everything before the body (comments, header, caption) and after it,
+    and starts with the last line of the piece before it. Any other table, a
+    body of at most ``lines`` lines, or a text without those markers (a file
+    edited by hand) is one piece, the table itself.
+
+    Returns:
+        ``(piece, where)`` pairs: ``where`` is ``""`` for the table itself, else
+        ``"body lines <first>-<last> of <count>"`` (1-based, the repeated line
+        not counted).
+    """
+    if lines < 1:
+        raise ValueError(f"lines must be a positive number of body lines, got {lines!r}")
+    if not is_long_table(table):
+        return [(table, "")]
+    text = table.split("\n")
+    try:
+        start = text.index(_BODY_START) + 1
+        end = len(text) - 1 - text[::-1].index(_BODY_END)
+    except ValueError:
+        return [(table, "")]
+    body = text[start:end]
+    if end <= start or len(body) <= lines:
+        return [(table, "")]
+    head, tail = text[:start], text[end:]
+    return [
+        (
+            "\n".join([*head, *body[max(0, first - 1) : first + lines], *tail]),
+            f"body lines {first + 1}-{min(first + lines, len(body))} of {len(body)}",
+        )
+        for first in range(0, len(body), lines)
+    ]
+
+
 def compile_tables(
     tables: Mapping[str, str],
     engines: Mapping[str, str],
     *,
     cache: CompileCache | None = None,
     timeout: float = _DEFAULT_TIMEOUT,
+    chunk_lines: int = CHUNK_LINES,
 ) -> dict[str, tuple[bool, str]]:
     """``(ok, reason)`` of each named table with its engine, as ``compile_table`` gives it.
 
-    A verdict in ``cache`` is used as it is; each distinct (text, engine)
-    not there is compiled once, concurrently with the others, and its
-    settled verdict stored.
+    A long table is compiled as its pieces (:func:`long_table_chunks`) and
+    compiles when every piece does; a failing piece's reason starts with the
+    body lines it holds. A verdict in ``cache`` is used as it is; each
+    distinct (text, engine) not there, a table or a piece, is compiled once,
+    concurrently with the others, and its settled verdict stored.
 
     Args:
         tables: LaTeX text by name (a file name, a stem).
         engines: Path of the engine for each name of ``tables``.
         cache: Where verdicts are kept; None compiles everything.
-        timeout: Seconds each compile may run.
+        timeout: Seconds each compile (of a table or a piece) may run.
+        chunk_lines: Body lines of a long table per piece.
     """
+    pieces = {name: long_table_chunks(tables[name], lines=chunk_lines) for name in tables}
     verdicts: dict[tuple[str, str], tuple[bool, str]] = {}
     missing: dict[tuple[str, str], None] = {}  # insertion-ordered set
     for name in tables:
-        job = (tables[name], engines[name])
-        if job in verdicts or job in missing:
-            continue
-        stored = cache.get(*job) if cache is not None else None
-        if stored is None:
-            missing[job] = None
-        else:
-            verdicts[job] = stored
+        for piece, _ in pieces[name]:
+            job = (piece, engines[name])
+            if job in verdicts or job in missing:
+                continue
+            stored = cache.get(*job) if cache is not None else None
+            if stored is None:
+                missing[job] = None
+            else:
+                verdicts[job] = stored
 
     def run(job: tuple[str, str]) -> tuple[bool, str]:
         ok, reason, settled = compile_table_run(job[0], engine=job[1], timeout=timeout)
@@ -156,4 +234,17 @@ def compile_tables(
         return ok, reason
 
     verdicts |= dict(zip(missing, map_concurrently(run, missing), strict=True))
-    return {name: verdicts[(tables[name], engines[name])] for name in tables}
+    return {name: _table_verdict(pieces[name], engines[name], verdicts) for name in tables}
+
+
+def _table_verdict(
+    pieces: list[tuple[str, str]],
+    engine: str,
+    verdicts: Mapping[tuple[str, str], tuple[bool, str]],
+) -> tuple[bool, str]:
+    """A table's verdict from its pieces': the first failure, named by its body lines."""
+    for piece, where in pieces:
+        ok, reason = verdicts[(piece, engine)]
+        if not ok:
+            return False, f"{where}: {reason}" if where else reason
+    return True, ""

@@ -31,6 +31,7 @@ asset check and the tests compile every emitted table with a real engine.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -44,6 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from deepecgkit.analysis.constants import (
@@ -442,21 +444,6 @@ def _p_cell(value: Any) -> str:
     return _number(value, _P_DIGITS)
 
 
-def _interval_cell(
-    mean: Any,
-    lower: Any,
-    upper: Any,
-    marker: str = "",
-    precision: int = DEFAULT_PRECISION,
-) -> str:
-    """A signed difference with its interval, e.g. ``$+0.040$ {\\scriptsize $[...]$}``.
-
-    Differences always carry an explicit sign, because the sign is the finding.
-    The interval is left out unless both bounds are finite.
-    """
-    return _point_and_bounds(mean, lower, upper, spec=f"+.{precision}f", marker=marker, small=True)
-
-
 def _point_and_bounds(
     mean: Any, lower: Any, upper: Any, *, spec: str, marker: str = "", small: bool
 ) -> str:
@@ -571,7 +558,7 @@ def _wrap_table(
     A table holding characters pdflatex cannot typeset starts with a comment
     that says so and which engines can (see :func:`needs_unicode_engine`).
     """
-    if _row_count(body) > LONG_TABLE_ROWS:
+    if _more_rows_than(body, LONG_TABLE_ROWS):
         lines = _long_table_lines(body, column_spec, caption, label, size)
     else:
         lines = [r"\begin{table}[t]", r"\centering"]
@@ -591,9 +578,14 @@ def _wrap_table(
     return text if text.isascii() else _unicode_engine_comment(text) + text
 
 
-def _row_count(body: Sequence[str]) -> int:
-    """Rows of a table body, header and notes included: its lines that end with ``\\\\``."""
-    return sum(1 for line in body if line.rstrip().endswith("\\\\"))
+def _more_rows_than(body: Sequence[str], limit: int) -> bool:
+    """Whether ``body`` has more than ``limit`` rows, header and notes included.
+
+    A row is a line that ends with ``\\\\``. Counting stops past ``limit``, so a
+    200,000-row body costs no more than a short one.
+    """
+    rows = (line for line in body if line.rstrip().endswith("\\\\"))
+    return next(itertools.islice(rows, limit, None), None) is not None
 
 
 def _long_table_lines(
@@ -678,10 +670,12 @@ def _row(cells: Sequence[str]) -> str:
     look-ahead skips) is shielded by ``{}`` so that the preceding ``\\`` or
     rule does not swallow it as an argument.
     """
-    first = cells[0]
-    if first.lstrip().startswith(_LOOKAHEAD_CHARACTERS):
-        first = "{}" + first
-    return " & ".join([first, *cells[1:]]) + r" \\"
+    return " & ".join([_shielded(cells[0]), *cells[1:]]) + r" \\"
+
+
+def _shielded(cell: str) -> str:
+    """``cell``, after ``{}`` when it opens with ``[`` or ``*`` after any spaces (:func:`_row`)."""
+    return "{}" + cell if cell.lstrip().startswith(_LOOKAHEAD_CHARACTERS) else cell
 
 
 def _require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
@@ -1210,7 +1204,12 @@ def _applied_corrections(flips: pd.DataFrame, correction: str) -> set[str]:
     columns = [c for c in ("correction_applied_1", "correction_applied_2") if c in flips.columns]
     if len(flips) == 0 or not columns:
         return {correction}
-    applied = {str(v) for c in columns for v in flips[c] if not _is_missing(v)}
+    applied = {
+        str(value)
+        for c in columns
+        for value in _distinct_cells(_column(flips, c)).values
+        if not _is_missing(value)
+    }
     return applied or {correction}
 
 
@@ -1279,11 +1278,161 @@ def _flip_caption(
     )
 
 
-def _wins_cell(wins: Any, n: Any) -> str:
-    total, won = _finite_float(n), _finite_float(wins)
-    if total is None or total == 0 or won is None:
-        return MISSING_CELL
-    return f"{round(won)}/{round(total)}"
+class _Cells(NamedTuple):
+    """One column's cells as its distinct cells and, per row, the index of its cell among them.
+
+    ``values`` hold each distinct cell as the Python scalar a ``to_dict("records")``
+    conversion of the frame would give (numpy scalars unboxed, ``pd.NA`` as None), so a
+    scalar rule applied to them sees what a row-by-row formatter would see.
+    """
+
+    codes: np.ndarray
+    values: list[Any]
+
+    def map(self, rule: Callable[[Any], Any]) -> np.ndarray:
+        """``rule(cell)`` of every row (an object array), evaluated once per distinct cell."""
+        results = np.empty(len(self.values), dtype=object)
+        for index, value in enumerate(self.values):
+            results[index] = rule(value)
+        return results[self.codes]
+
+    def flags(self, rule: Callable[[Any], bool]) -> np.ndarray:
+        """``rule(cell)`` of every row as a boolean array."""
+        return self.map(rule).astype(bool)
+
+    def take(self, rows: np.ndarray) -> _Cells:
+        """The cells of ``rows`` (positions), in that order."""
+        return _Cells(self.codes[rows], self.values)
+
+
+_MASKED_ARRAYS = (pd.arrays.IntegerArray, pd.arrays.FloatingArray, pd.arrays.BooleanArray)
+
+
+def _distinct_numbers(values: np.ndarray) -> _Cells:
+    """The distinct numbers of a numpy array; floats told apart by their bits.
+
+    Bits, not values: ``-0.0 == 0.0`` but they print with different signs, and a
+    hash table would merge them. Floats are widened to float64 first, exactly as
+    a records conversion makes a Python float of a float32.
+    """
+    if values.dtype.kind == "f":
+        codes, bits = pd.factorize(values.astype(np.float64).view(np.int64))
+        return _Cells(codes, bits.view(np.float64).tolist())
+    codes, uniques = pd.factorize(values)
+    return _Cells(codes, uniques.tolist())
+
+
+def _with_missing(cells: _Cells, missing: np.ndarray, value: Any) -> _Cells:
+    """``cells`` with the rows of ``missing`` pointing at one more distinct cell, ``value``."""
+    if not missing.any():
+        return cells
+    codes = np.where(missing, len(cells.values), cells.codes)
+    return _Cells(codes, [*cells.values, value])
+
+
+def _distinct_cells(column: pd.Series) -> _Cells:
+    """The cells of ``column`` as :class:`_Cells`, by one hashing pass over the column.
+
+    numpy numbers and bools, pandas' nullable numbers and bools (a missing cell
+    is None) and strings (a missing cell is the dtype's missing value, None for
+    ``pd.NA``) are told apart by hashing; any other column (object, categorical,
+    dates ...) keeps every cell as its own, since values of different types can
+    compare equal (``1 == 1.0 == True``) and still print differently.
+    """
+    dtype = column.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind in "biuf":
+        return _distinct_numbers(column.to_numpy())
+    if isinstance(column.array, _MASKED_ARRAYS):
+        numbers = column.to_numpy(dtype=dtype.numpy_dtype, na_value=dtype.numpy_dtype.type(0))
+        return _with_missing(_distinct_numbers(numbers), column.isna().to_numpy(), None)
+    if isinstance(dtype, pd.StringDtype):
+        codes, uniques = pd.factorize(column)
+        missing_value = None if dtype.na_value is pd.NA else dtype.na_value
+        return _with_missing(_Cells(codes, list(uniques)), codes < 0, missing_value)
+    values = next(iter(column.to_frame().to_dict("list").values()))
+    return _Cells(np.arange(len(values)), values)
+
+
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """The column ``name``; of duplicate labels the last, as a records conversion keeps it."""
+    located = frame.columns.get_loc(name)
+    if isinstance(located, (int, np.integer)):
+        return frame.iloc[:, int(located)]
+    return frame.iloc[:, np.arange(frame.shape[1])[located][-1]]
+
+
+def _signed_text(value: Any) -> str | None:
+    """A difference with its explicit sign (the sign is the finding), or None when missing."""
+    number = _finite_float(value)
+    return None if number is None else f"{number:+.{DEFAULT_PRECISION}f}"
+
+
+def _count_text(value: Any) -> str | None:
+    """A count rounded to an integer (half to even), or None when missing."""
+    number = _finite_float(value)
+    return None if number is None else str(round(number))
+
+
+def _concat(*parts: str | np.ndarray) -> np.ndarray:
+    """Row-wise concatenation of object arrays of strings (one per row) and plain strings.
+
+    One ``str.join`` per row: adding the arrays pairwise would copy each row's
+    growing prefix once per part.
+    """
+    length = next(len(part) for part in parts if not isinstance(part, str))
+    columns = [itertools.repeat(part, length) if isinstance(part, str) else part for part in parts]
+    joined = np.empty(length, dtype=object)
+    joined[:] = list(map("".join, zip(*columns, strict=True)))
+    return joined
+
+
+def _per_combination(build: Callable[..., np.ndarray], *columns: _Cells) -> np.ndarray:
+    """``build(*columns)`` for every row, computed on one row per distinct combination of cells.
+
+    Rows whose cells agree in every column get the same text, so a grid that
+    repeats a difference over many dataset pairs formats it once.
+    """
+    joint = columns[0].codes
+    for column in columns[1:]:
+        joint, _ = pd.factorize(joint.astype(np.int64) * len(column.values) + column.codes)
+    _, first, inverse = np.unique(joint, return_index=True, return_inverse=True)
+    return build(*(column.take(first) for column in columns))[inverse.ravel()]
+
+
+def _interval_cells(mean: _Cells, lower: _Cells, upper: _Cells, marker: _Cells) -> np.ndarray:
+    r"""Each row's signed difference and interval: ``$+0.040$ {\scriptsize $[+0.027, +0.053]$}``.
+
+    :data:`MISSING_CELL` without a finite mean; the interval only when both bounds
+    are finite. ``marker`` (a superscript) follows the mean inside its math.
+    """
+    point, low, high = (cells.map(_signed_text) for cells in (mean, lower, upper))
+    bounded = (low != None) & (high != None)  # noqa: E711 (elementwise on object arrays)
+    bounds = np.where(
+        bounded,
+        _concat(
+            r" {\scriptsize $[",
+            np.where(bounded, low, ""),
+            ", ",
+            np.where(bounded, high, ""),
+            "]$}",
+        ),
+        "",
+    )
+    present = point != None  # noqa: E711
+    return np.where(
+        present,
+        _concat("$", np.where(present, point, ""), marker.map(str), "$", bounds),
+        MISSING_CELL,
+    )
+
+
+def _wins_cells(wins: _Cells, n: _Cells) -> np.ndarray:
+    """``k/n`` per row, or :data:`MISSING_CELL` when either is missing or ``n`` is 0."""
+    won, total = wins.map(_count_text), n.map(_count_text)
+    shown = (won != None) & (total != None) & ~n.flags(lambda v: _finite_float(v) == 0)  # noqa: E711
+    return np.where(
+        shown, _concat(np.where(shown, won, ""), "/", np.where(shown, total, "")), MISSING_CELL
+    )
 
 
 def _is_true(value: Any) -> bool:
@@ -1291,14 +1440,124 @@ def _is_true(value: Any) -> bool:
     return _explicit_bool(value) is True
 
 
-def _difference_symbols(row: Mapping[str, Any], component: int) -> list[str]:
-    """Superscript symbols of one difference: differently averaged, and no Nadeau-Bengio."""
-    symbols = []
-    if _is_false(row.get("comparable_magnitudes")):
-        symbols.append(_DAGGER_SYMBOL)
-    if str(row.get(f"correction_applied_{component}")) == CORRECTION_UNAVAILABLE:
-        symbols.append(_DDAGGER_SYMBOL)
-    return symbols
+def _is_unavailable(value: Any) -> bool:
+    """Whether a ``correction_applied_*`` cell says the Nadeau-Bengio correction was unavailable."""
+    return str(value) == CORRECTION_UNAVAILABLE
+
+
+#: Superscript of each (differently averaged, uncorrected) pair of flags, indexed 2 * a + b.
+_DIFFERENCE_MARKS = [
+    _superscript([symbol for symbol, flag in ((_DAGGER_SYMBOL, a), (_DDAGGER_SYMBOL, b)) if flag])
+    for a in (False, True)
+    for b in (False, True)
+]
+_FLIP_KEYS = ("model_a", "model_b", "dataset_1", "dataset_2")
+_FLIP_OPTIONAL = (
+    "comparable_magnitudes",
+    "correction_applied_1",
+    "correction_applied_2",
+    "q_reversal",
+    "survives_fdr",
+)
+
+
+def _group_order(
+    first: np.ndarray, second: np.ndarray
+) -> tuple[np.ndarray, list[tuple[str, str]], np.ndarray]:
+    """Rows grouped by (``first``, ``second``), groups sorted as strings, rows in frame order.
+
+    Returns the row order, the sorted groups, and where each group starts in that order.
+    """
+    codes_1, names_1 = pd.factorize(first)
+    codes_2, names_2 = pd.factorize(second)
+    pairs, inverse = np.unique(
+        codes_1.astype(np.int64) * len(names_2) + codes_2, return_inverse=True
+    )
+    groups = [(str(names_1[p // len(names_2)]), str(names_2[p % len(names_2)])) for p in pairs]
+    ranking = sorted(range(len(groups)), key=groups.__getitem__)
+    rank = np.empty(len(groups), dtype=np.int64)
+    rank[ranking] = np.arange(len(groups))
+    row_rank = rank[inverse.ravel()]
+    order = np.argsort(row_rank, kind="stable")
+    starts = np.searchsorted(row_rank[order], np.arange(len(groups)))
+    return order, [groups[index] for index in ranking], starts
+
+
+def _flip_body(flips: pd.DataFrame) -> tuple[list[str], set[str]]:
+    """The flip table's body lines (group headings and rows) and the superscripts it used.
+
+    Built column by column: each column's cells are hashed once
+    (:func:`_distinct_cells`), every distinct cell is formatted once by the scalar
+    rule of its cell, and rows are joined with vectorised string concatenation.
+    Rows with a missing model or dataset are left out and logged.
+    """
+    if len(flips) == 0:
+        return [], set()
+    present = [name for name in (*_FLIP_REQUIRED, *_FLIP_OPTIONAL) if name in flips.columns]
+    cells = {name: _distinct_cells(_column(flips, name)) for name in present}
+    missing = np.zeros(len(flips), dtype=bool)
+    for key in _FLIP_KEYS:
+        missing |= cells[key].flags(_is_missing)
+    if missing.any():
+        logger.warning(
+            "%s: left out %d row(s) with a missing %s",
+            "flip_survival_table",
+            int(missing.sum()),
+            " or ".join(_FLIP_KEYS),
+        )
+    kept = np.flatnonzero(~missing)
+    if len(kept) == 0:
+        return [], set()
+    order, groups, starts = _group_order(
+        cells["dataset_1"].take(kept).map(str), cells["dataset_2"].take(kept).map(str)
+    )
+    rows = kept[order]
+    cells = {name: column.take(rows) for name, column in cells.items()}
+    none = np.zeros(len(rows), dtype=bool)
+
+    def flags(name: str, rule: Callable[[Any], bool]) -> np.ndarray:
+        return cells[name].flags(rule) if name in cells else none
+
+    dagger = flags("comparable_magnitudes", _is_false)
+    unavailable = [flags(f"correction_applied_{i}", _is_unavailable) for i in (1, 2)]
+    markers = [_Cells(2 * dagger + flag, _DIFFERENCE_MARKS) for flag in unavailable]
+    marks = {_DAGGER_SYMBOL} if dagger.any() else set()
+    if any(flag.any() for flag in unavailable):
+        marks.add(_DDAGGER_SYMBOL)
+    q = cells["q_reversal"].map(_p_cell) if "q_reversal" in cells else MISSING_CELL
+    survives = np.where(flags("survives_fdr", _is_true), _SURVIVES, "")
+    lines = _concat(
+        cells["model_a"].map(lambda name: _shielded(f"{display_model(name)} / ")),
+        cells["model_b"].map(display_model),
+        " & ",
+        _per_combination(
+            _interval_cells, cells["mean_1"], cells["lower_1"], cells["upper_1"], markers[0]
+        ),
+        " & ",
+        _per_combination(_wins_cells, cells["wins_1"], cells["n_1"]),
+        " & ",
+        _per_combination(
+            _interval_cells, cells["mean_2"], cells["lower_2"], cells["upper_2"], markers[1]
+        ),
+        " & ",
+        _per_combination(_wins_cells, cells["wins_2"], cells["n_2"]),
+        " & ",
+        q,
+        " & ",
+        cells["verdict"].map(_display_verdict),
+        survives,
+        r" \\",
+    ).tolist()
+    body: list[str] = []
+    ends = [*starts[1:], len(rows)]
+    for (first, second), start, end in zip(groups, starts, ends, strict=True):
+        body += [
+            r"\midrule",
+            rf"\multicolumn{{{_FLIP_N_COLUMNS}}}{{l}}{{\textit{{{display_dataset(first)} "
+            rf"$\rightarrow$ {display_dataset(second)}}}}} \\",
+            *lines[start:end],
+        ]
+    return body, marks
 
 
 def flip_survival_table(
@@ -1361,39 +1620,8 @@ def flip_survival_table(
     ]
     body = [_row(header)]
 
-    records = _records(
-        flips, ("model_a", "model_b", "dataset_1", "dataset_2"), "flip_survival_table"
-    )
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in records:
-        groups.setdefault((str(row["dataset_1"]), str(row["dataset_2"])), []).append(row)
-    marks: set[str] = set()
-    any_survivor = False
-    for first, second in sorted(groups):
-        body += [
-            r"\midrule",
-            rf"\multicolumn{{{_FLIP_N_COLUMNS}}}{{l}}{{\textit{{{display_dataset(first)} "
-            rf"$\rightarrow$ {display_dataset(second)}}}}} \\",
-        ]
-        for row in groups[(first, second)]:
-            symbols_1, symbols_2 = _difference_symbols(row, 1), _difference_symbols(row, 2)
-            marks.update(symbols_1 + symbols_2)
-            mark_1, mark_2 = _superscript(symbols_1), _superscript(symbols_2)
-            survives = _is_true(row.get("survives_fdr"))
-            any_survivor = any_survivor or survives
-            body.append(
-                _row(
-                    [
-                        f"{display_model(row['model_a'])} / {display_model(row['model_b'])}",
-                        _interval_cell(row["mean_1"], row["lower_1"], row["upper_1"], mark_1),
-                        _wins_cell(row["wins_1"], row["n_1"]),
-                        _interval_cell(row["mean_2"], row["lower_2"], row["upper_2"], mark_2),
-                        _wins_cell(row["wins_2"], row["n_2"]),
-                        _p_cell(row.get("q_reversal")),
-                        _display_verdict(row["verdict"]) + (_SURVIVES if survives else ""),
-                    ]
-                )
-            )
+    rows, marks = _flip_body(flips)
+    body += rows
 
     alpha = format(round(1.0 - confidence_level, _PERCENT_ROUNDING), "g")
     notes = [

@@ -45,7 +45,7 @@ import logging
 import math
 import os
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 from deepecgkit.io import (
     REASON_MISSING,
     UnreadableFileError,
-    atomic_write_text,
+    atomic_write_bytes,
     display_path,
     read_regular_file,
 )
@@ -70,6 +70,7 @@ __all__ = [
     "metrics_file_state",
     "scan_tree_runs",
     "scan_tree_state",
+    "tree_state_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -355,6 +356,10 @@ class RunCache:
         self.hits = 0
         self.misses = 0
         self.damaged = 0
+        #: ``(path, mtime_ns, size)`` of a saved file that holds exactly these entries
+        #: (None once an entry is added, replaced or dropped): :meth:`save` need not
+        #: write it again.
+        self._saved_file: tuple[Path, int, int] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -440,6 +445,7 @@ class RunCache:
             results[number] = _encoded(outcome)
             self.misses += 1
             self._entries[os.fspath(run_dirs[number])] = _Entry(entry.mtime_ns, entry.size, outcome)
+            self._saved_file = None
         return results
 
     def _read_all(
@@ -465,7 +471,8 @@ class RunCache:
             state = metrics_file_state(text)
             result = None
             if state is None:  # not a regular file: never cached, read_run says why
-                self._entries.pop(text, None)
+                if self._entries.pop(text, None) is not None:
+                    self._saved_file = None
                 self._visited.add(text)
             else:
                 entry = self._current(state)
@@ -483,6 +490,7 @@ class RunCache:
                 # between, the next lookup misses and parses again.
                 self.misses += 1
                 self._entries[state.path] = _Entry(state.mtime_ns, state.size, outcome)
+                self._saved_file = None
         return results
 
     def _decoded(self, entry: _Entry, key: Any, cached: Callable[[_Entry, Any], Any]) -> Any:
@@ -505,11 +513,31 @@ class RunCache:
             exc,
         )
 
+    def scanned_runs(self, run_dirs: Sequence[str]) -> list[ScannedRun]:
+        """What :func:`scan_tree_runs` would have seen of each directory, after a read of them all.
+
+        For directories just looked up by :meth:`read_encoded` (or
+        :meth:`read_many`): a directory without a regular metrics file has
+        no entry (its state is None), every other one has the state it was
+        read at and, when readable, its dataset.
+        """
+        runs: list[ScannedRun] = []
+        entries = self._entries
+        for run_dir in run_dirs:
+            entry = entries.get(run_dir)
+            if entry is None:
+                runs.append((run_dir, None, None))
+                continue
+            state = FileState(run_dir, entry.mtime_ns, entry.size)
+            runs.append((run_dir, state, entry.dataset if entry.readable else None))
+        return runs
+
     def prune(self, keep: Iterable[str]) -> None:
         """Forget runs whose directories are no longer in ``keep``."""
         wanted = set(keep)
         for path in [p for p in self._entries if p not in wanted]:
             del self._entries[path]
+            self._saved_file = None
 
     def prune_unvisited(self) -> int:
         """Forget every run not looked up since the cache was created or loaded.
@@ -585,10 +613,25 @@ class RunCache:
         }
 
     def save(self, path: Path | str | None = None) -> Path:
-        """Write the cache (atomically): a header line, then one tab-separated line per run."""
+        """Write the cache (atomically): a header line, then one tab-separated line per run.
+
+        Nothing is written when ``path`` already holds exactly these entries:
+        the file this cache was loaded from (trusted, no line dropped) or
+        last saved to, still at the modification time and size it had then,
+        and no entry added, replaced or dropped since. The platform's one-run
+        refresh loads a cache its sensor has just saved with that run in it,
+        and rewriting 120 MB of it at 100,000 runs cost a second.
+        """
         target = self.path if path is None else Path(path)
         if target is None:
             raise ValueError("save() needs a path for a cache that was not loaded from one")
+        if self._saved_file is not None and self._saved_file[0] == target:
+            try:
+                now = os.stat(target)
+            except OSError:
+                now = None
+            if now is not None and (now.st_mtime_ns, now.st_size) == self._saved_file[1:]:
+                return target
         lines = []
         for run_dir, entry in sorted(self._entries.items()):
             try:
@@ -601,9 +644,16 @@ class RunCache:
                     display_path(run_dir),
                     exc,
                 )
-        body = "".join(f"{line}\n" for line in lines)
-        header = json.dumps({"format": CACHE_FORMAT_VERSION, "sha256": _checksum(body.encode())})
-        return atomic_write_text(target, f"{header}\n{body}")
+        # One text, one encoding, one joined buffer: at 100,000 runs each copy is 120 MB.
+        encoded = "".join([f"{line}\n" for line in lines]).encode()
+        del lines
+        header = json.dumps({"format": CACHE_FORMAT_VERSION, "sha256": _checksum(encoded)})
+        data = b"".join((header.encode(), b"\n", encoded))
+        del encoded
+        final = atomic_write_bytes(target, data)
+        info = os.stat(final)
+        self._saved_file = (target, info.st_mtime_ns, info.st_size)
+        return final
 
     @classmethod
     def load(cls, path: Path | str) -> RunCache:
@@ -616,19 +666,22 @@ class RunCache:
         """
         cache = cls(path)
         try:
-            data, _ = read_regular_file(path)
+            data, info = read_regular_file(path)
         except UnreadableFileError as exc:
             if exc.reason != REASON_MISSING:
                 logger.warning(
                     "run cache %s cannot be read (%s); rebuilding it", cache._where(), exc.reason
                 )
             return cache
+        # Header and body decoded from views of the bytes read (no copy of 120 MB).
+        end = data.find(b"\n")
+        end = len(data) if end < 0 else end
+        view = memoryview(data)
         try:
-            text = data.decode("utf-8")
+            header, body = str(view[:end], "utf-8"), str(view[end + 1 :], "utf-8")
         except UnicodeDecodeError:
             logger.warning("run cache %s is not UTF-8; rebuilding it", cache._where())
             return cache
-        header, _, body = text.partition("\n")
         try:
             fields = json.loads(header)
             version = fields.get("format")
@@ -643,13 +696,17 @@ class RunCache:
                 CACHE_FORMAT_VERSION,
             )
             return cache
-        trusted = fields.get("sha256") == _checksum(data.partition(b"\n")[2])
+        trusted = fields.get("sha256") == _checksum(view[end + 1 :])
+        view.release()
+        del data
         if not trusted:
             logger.warning(
                 "run cache %s does not match its checksum; every record is checked as it is used",
                 cache._where(),
             )
-        for line in body.split("\n"):
+        lines = body.split("\n")
+        del body
+        for line in lines:
             if not line:
                 continue
             parsed = _parse_line(line, trusted=trusted)
@@ -663,6 +720,8 @@ class RunCache:
                 cache._where(),
                 cache.damaged,
             )
+        elif trusted:
+            cache._saved_file = (Path(path), info.st_mtime_ns, info.st_size)
         return cache
 
 
@@ -682,7 +741,7 @@ class TreeState:
     digest: str
 
 
-def _checksum(body: bytes) -> str:
+def _checksum(body: bytes | memoryview) -> str:
     """The SHA-256 (hex) of a saved cache's body, recorded in its header."""
     return hashlib.sha256(body).hexdigest()
 
@@ -699,6 +758,18 @@ def _digest(entries: Iterable[tuple[str, int, int]]) -> str:
 #: What a scan saw of one candidate: its directory, its metrics file's state (None when
 #: that is no regular file) and its dataset (None when the run is not readable).
 ScannedRun = tuple[str, FileState | None, str | None]
+
+
+def tree_state_of(runs: Sequence[ScannedRun], unlistable: Sequence[str]) -> TreeState:
+    """The :class:`TreeState` of a scan's runs and its unlistable directories (display paths).
+
+    Pending are the unlistable directories, then every run that is not
+    readable, in the scan's order, as :func:`scan_tree_runs` lists them.
+    """
+    readable = sorted(state for _, state, dataset in runs if dataset is not None)
+    pending = [*unlistable]
+    pending += [display_path(d) for d, state, dataset in runs if state is None or dataset is None]
+    return TreeState(entries=tuple(readable), pending=tuple(pending), digest=_digest(readable))
 
 
 def scan_tree_state(
@@ -723,18 +794,19 @@ def scan_tree_runs(
     recursive: bool = True,
     cache: RunCache | None = None,
     listing: ListingRecord | None = None,
+    known: Mapping[str, tuple[int, bool]] | None = None,
 ) -> tuple[TreeState, list[ScannedRun]]:
     """:func:`scan_tree_state`, and what it saw of every candidate (:data:`ScannedRun`).
 
-    ``listing`` is passed to
+    ``listing`` and ``known`` are passed to
     :func:`~deepecgkit.rundir.read.find_run_candidate_paths`; with the
-    candidates it is what :class:`~deepecgkit.rundir.tree_index.TreeIndex`
-    is built from.
+    candidates the listing is what :class:`~deepecgkit.rundir.tree_index.TreeIndex`
+    is built from, and ``known`` spares the listings an earlier index proves.
     """
     cache = RunCache() if cache is None else cache
-    readable: list[FileState] = []
-    candidates, problems = find_run_candidate_paths(roots, recursive=recursive, listing=listing)
-    pending = [display_path(problem.run_dir) for problem in problems]
+    candidates, problems = find_run_candidate_paths(
+        roots, recursive=recursive, listing=listing, known=known
+    )
     looked_up: list[tuple[str, FileState | None, bool | None]] = []
     for run_dir in candidates:
         state = metrics_file_state(run_dir)
@@ -748,12 +820,8 @@ def scan_tree_runs(
     entries = cache._entries
     for run_dir, state, known in looked_up:
         if state is not None and (known or (known is None and run_dir in now_readable)):
-            readable.append(state)
-            entry = entries.get(state.path)  # None only if the file vanished while parsed
-            runs.append((run_dir, state, None if entry is None else entry.dataset))
+            runs.append((run_dir, state, entries[state.path].dataset))
         else:
-            pending.append(display_path(run_dir))
             runs.append((run_dir, state, None))
-    readable.sort()
-    state = TreeState(entries=tuple(readable), pending=tuple(pending), digest=_digest(readable))
-    return state, runs
+    unlistable = [display_path(problem.run_dir) for problem in problems]
+    return tree_state_of(runs, unlistable), runs

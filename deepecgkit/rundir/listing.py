@@ -236,6 +236,9 @@ class ListingRecord:
             listed directory.
         problems: ``(kind, path)`` of every directory that could not be
             listed (:data:`PROBLEM_LIST`) or searched (:data:`PROBLEM_SEARCH`).
+        candidates: the scan's candidate run directories, in its order.
+        unlistable: the display path of each directory the scan reported as
+            a problem, in its order (what a tree state counts as pending).
     """
 
     def __init__(self) -> None:
@@ -247,6 +250,8 @@ class ListingRecord:
         self.signatures: list[str] = []
         self.links: dict[str, str | None] = {}
         self.problems: list[tuple[str, str]] = []
+        self.candidates: list[str] = []
+        self.unlistable: list[str] = []
 
     def add_root(self, root: str) -> None:
         self.roots.append(root)

@@ -42,7 +42,7 @@ import multiprocessing
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
@@ -567,6 +567,7 @@ def _walk(
     links: list[str],
     problems: list[UnreadableRun],
     listing: ListingRecord | None = None,
+    known: Mapping[str, tuple[int, bool]] | None = None,
 ) -> None:
     """Scan ``start`` and its descendants without following links; collect linked directories.
 
@@ -577,13 +578,28 @@ def _walk(
     directories met on the way, and ``problems`` every directory that
     cannot be listed. A directory that vanishes mid-scan is skipped.
     ``listing``, when given, records each directory listed (its stamp read
-    before the listing) and every link met.
+    before the listing) and every link met. ``known`` (see
+    :func:`find_run_candidate_paths`) spares the listing of a directory whose
+    stamp is the one recorded there: it holds no subdirectory and no link,
+    and the metrics entry as recorded.
     """
     pending = [(start, real_start)]
     visited.add(real_start)
+    stamped = listing is not None or known is not None
+    leaf_signatures = {
+        held: listing_signature(WALKED_LISTING, held, (), ()) for held in (False, True)
+    }
     while pending:
         directory, real = pending.pop()
-        stamp = UNKNOWN_STAMP if listing is None else directory_stamp(directory)
+        stamp = directory_stamp(directory) if stamped else UNKNOWN_STAMP
+        recorded = None if known is None else known.get(directory)
+        if recorded is not None and recorded[0] == stamp != UNKNOWN_STAMP:
+            # 100,000 run directories on a warm rescan: a stat each, nothing else.
+            if listing is not None:
+                listing.add(directory, stamp, leaf_signatures[recorded[1]])
+            if recorded[1]:
+                found.append((directory, real))
+            continue
         try:
             holds_metrics, subdirectories, link_entries = directory_entries(directory)
         except FileNotFoundError:
@@ -615,7 +631,10 @@ def _walk(
 
 
 def _recursive_candidates(
-    root: str, problems: list[UnreadableRun], listing: ListingRecord | None = None
+    root: str,
+    problems: list[UnreadableRun],
+    listing: ListingRecord | None = None,
+    known: Mapping[str, tuple[int, bool]] | None = None,
 ) -> list[tuple[str, str]]:
     """``root`` and every descendant holding a metrics entry, symbolic links followed once.
 
@@ -633,7 +652,7 @@ def _recursive_candidates(
     visited: set[str] = set()
     found: list[tuple[str, str]] = []
     links: list[str] = []
-    _walk(root, os.path.realpath(root), visited, found, links, problems, listing)
+    _walk(root, os.path.realpath(root), visited, found, links, problems, listing, known)
     while links:
         round_links, links = sorted(links), []
         for link in round_links:
@@ -641,7 +660,7 @@ def _recursive_candidates(
             if real in visited:
                 logger.debug("skipping %s: its target was already scanned", display_path(link))
                 continue
-            _walk(link, real, visited, found, links, problems, listing)
+            _walk(link, real, visited, found, links, problems, listing, known)
     return found
 
 
@@ -661,6 +680,7 @@ def find_run_candidate_paths(
     *,
     recursive: bool = False,
     listing: ListingRecord | None = None,
+    known: Mapping[str, tuple[int, bool]] | None = None,
 ) -> tuple[list[str], list[UnreadableRun]]:
     """Candidate run directories under ``roots`` as path strings, and the unsearchable directories.
 
@@ -680,7 +700,17 @@ def find_run_candidate_paths(
         listing: filled with what each listing saw (its directory's stamp
             read before it), so that :mod:`deepecgkit.rundir.tree_index`
             can later prove nothing changed without listing the tree; costs
-            one more ``stat`` per listed directory.
+            one more ``stat`` per listed directory. The candidates and the
+            problems' display paths are recorded too (``candidates``,
+            ``unlistable``).
+        known: ``{directory: (stamp, holds_metrics)}`` of directories a
+            recursive scan need not list while their change time is that
+            stamp: each holds no subdirectory and no link, and the metrics
+            entry exactly when ``holds_metrics``
+            (:meth:`~deepecgkit.rundir.tree_index.TreeIndex.known_listings`
+            gives the run directories of an earlier scan). Each directory
+            then costs one ``stat`` instead of a listing; the result is the
+            same. Ignored by a flat scan, which lists no run directory.
 
     Returns:
         ``(candidates, problems)``. A candidate is a directory holding an
@@ -704,7 +734,7 @@ def find_run_candidate_paths(
         if not os.path.isdir(root_text):
             continue
         if recursive:
-            found = _recursive_candidates(root_text, problems, listing)
+            found = _recursive_candidates(root_text, problems, listing, known)
         else:
             found = _immediate_candidates(root_text, os.path.realpath(root_text), problems, listing)
         for directory, resolved in sorted(found):
@@ -713,7 +743,11 @@ def find_run_candidate_paths(
             seen.add(resolved)
             candidates.append(directory)
     unique = {str(problem.run_dir): problem for problem in reversed(problems)}
-    return candidates, [unique[key] for key in dict.fromkeys(str(p.run_dir) for p in problems)]
+    problems = [unique[key] for key in dict.fromkeys(str(p.run_dir) for p in problems)]
+    if listing is not None:
+        listing.candidates = list(candidates)
+        listing.unlistable = [display_path(problem.run_dir) for problem in problems]
+    return candidates, problems
 
 
 def find_run_directories(
@@ -1067,6 +1101,8 @@ def discover_run_frame(
     on_duplicate: str = ON_DUPLICATE_NEWEST,
     include_failed: bool = False,
     workers: int | None = None,
+    listing: ListingRecord | None = None,
+    known: Mapping[str, tuple[int, bool]] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """:func:`discover_runs` through a run cache, as the records frame the platform stores.
 
@@ -1080,14 +1116,19 @@ def discover_run_frame(
     :class:`EncodedRecord` (its metrics as saved JSON text), so no record
     of an unchanged run is decoded into numbers and encoded again. The
     options are :func:`discover_runs`'; ``cache`` parses its misses (in
-    ``workers`` processes when many, see :func:`read_runs`).
+    ``workers`` processes when many, see :func:`read_runs`). ``listing``
+    and ``known`` go to :func:`find_run_candidate_paths`: the platform
+    records the scan (for the tree index it saves) and skips the listing of
+    every run directory an earlier scan's index proves unchanged.
 
     Raises:
         ValueError: as :func:`discover_runs`.
     """
     _check_policy(on_duplicate)
     diagnostics: dict[str, list[str]] = {key: [] for key in DIAGNOSTIC_KEYS}
-    candidates, problems = find_run_candidate_paths(roots, recursive=recursive)
+    candidates, problems = find_run_candidate_paths(
+        roots, recursive=recursive, listing=listing, known=known
+    )
     diagnostics["unreadable"] += [problem.entry() for problem in problems]
     results = cache.read_encoded(candidates, workers=workers)
     policy = (on_duplicate, include_failed, include_legacy)

@@ -69,10 +69,12 @@ from deepecgkit.rundir.cache import (
     ScannedRun,
     TreeState,
     scan_tree_runs,
+    tree_state_of,
 )
 from deepecgkit.rundir.format import METRICS_FILENAME
 from deepecgkit.rundir.listing import (
     UNKNOWN_STAMP,
+    WALKED_LISTING,
     ListingRecord,
     directory_signature,
     directory_target,
@@ -241,6 +243,67 @@ class TreeIndex:
             "pending": list(state.pending),
         }
         return cls(fields)
+
+    @classmethod
+    def from_discovery(
+        cls,
+        listing: ListingRecord,
+        cache: RunCache,
+        *,
+        recursive: bool,
+        safety_window_ns: int = SAFETY_WINDOW_NS,
+    ) -> TreeIndex:
+        """The index of a discovery's scan: the one a sensor's full scan of that tree would write.
+
+        ``listing`` was filled by the discovery's scan
+        (:func:`~deepecgkit.rundir.read.discover_run_frame`), and ``cache``
+        has just read every candidate; the runs' states and datasets are the
+        cache's (:meth:`~deepecgkit.rundir.cache.RunCache.scanned_runs`), so
+        no metrics file is looked at again.
+        """
+        runs = cache.scanned_runs(listing.candidates)
+        state = tree_state_of(runs, listing.unlistable)
+        return cls.from_scan(
+            listing, state, runs, recursive=recursive, safety_window_ns=safety_window_ns
+        )
+
+    def known_listings(
+        self, roots: Sequence[Path | str] | Path | str, *, recursive: bool
+    ) -> dict[str, tuple[int, bool]]:
+        """The leaf directories a recursive scan of ``roots`` need not list again.
+
+        ``{directory: (stamp, holds_metrics)}`` of every directory this index
+        recorded with no subdirectory and no link (a run directory, nearly
+        always) whose stamp was old enough to trust (see
+        :data:`SAFETY_WINDOW_NS`): while its change time is that stamp, its
+        listing is the recorded one (see the module docstring), which is what
+        the ``known`` argument of
+        :func:`~deepecgkit.rundir.read.find_run_candidate_paths` takes. Empty
+        (list everything) for a flat scan, other roots or mode, or when a root
+        or a recorded link points elsewhere now: a path then may name another
+        directory, whose stamp proves nothing about the recorded one.
+        """
+        fields = self._fields
+        try:
+            roots = _normalised_roots(roots)
+            if not recursive or roots != fields["roots"] or recursive != fields["recursive"]:
+                return {}
+            if [directory_target(root) for root in roots] != fields["root_targets"]:
+                return {}
+            if [directory_target(link) for link in fields["links"]] != fields["link_targets"]:
+                return {}
+            untrusted = set(fields["untrusted"])
+            leaves = {WALKED_LISTING + "m": True, WALKED_LISTING + "-": False}
+            return {
+                path: (stamp, leaves[signature])
+                for number, (path, stamp, signature) in enumerate(
+                    zip(fields["directories"], fields["stamps"], fields["signatures"], strict=True)
+                )
+                if signature in leaves and stamp != UNKNOWN_STAMP and number not in untrusted
+            }
+        except (TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
+            logger.warning("tree index is damaged (%s); listing every directory", exc)
+            return {}
 
     # --- the proof ------------------------------------------------------------------------
 
@@ -445,15 +508,21 @@ def indexed_tree_state(
     recursive: bool = True,
     cache: RunCache | None = None,
     safety_window_ns: int = SAFETY_WINDOW_NS,
+    previous: TreeIndex | None = None,
 ) -> tuple[TreeState, TreeIndex]:
     """:func:`~deepecgkit.rundir.cache.scan_tree_state`, and the :class:`TreeIndex` of that scan.
 
     The full path of a tick: the state is exactly ``scan_tree_state``'s (so
     ``cache.dataset_digests()`` afterwards is too); recording the listing
-    costs one more ``stat`` per listed directory.
+    costs one more ``stat`` per listed directory. ``previous`` (the index
+    whose proof just failed) spares the listing of every run directory it
+    proves unchanged (:meth:`TreeIndex.known_listings`); the result is the same.
     """
     listing = ListingRecord()
-    state, runs = scan_tree_runs(roots, recursive=recursive, cache=cache, listing=listing)
+    known = None if previous is None else previous.known_listings(roots, recursive=recursive)
+    state, runs = scan_tree_runs(
+        roots, recursive=recursive, cache=cache, listing=listing, known=known
+    )
     index = TreeIndex.from_scan(
         listing, state, runs, recursive=recursive, safety_window_ns=safety_window_ns
     )

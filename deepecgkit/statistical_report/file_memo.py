@@ -13,7 +13,13 @@ files it checks).
 A memo is recalled only when every recorded file still has its signature,
 every file recorded as absent is still absent (no entry of that name, of
 any type), and the predictions file is still the one recorded with a known
-verdict. Any difference, or any ``stat`` that fails, makes the run a miss:
+verdict. The memo also records the stat signature of the run directory
+itself, taken before its entries were listed: while the directory keeps it,
+no entry was created, removed or renamed in it (each changes the
+directory's mtime and ctime), so the names it holds are the ones the memo
+saw and need not be listed again (a listing is most of what the check of an
+unchanged run costs); when it changed, the directory is listed and the memo
+checked name by name as before. Any difference, or any ``stat`` that fails, makes the run a miss:
 it is read in full, exactly as on a clean build, so every exclusion reason
 and its detail come from the files themselves. A rewrite of the same size
 changes the mtime and ctime; a write through ``rename`` changes the inode;
@@ -39,6 +45,7 @@ from typing import Any
 
 __all__ = [
     "MemoFacts",
+    "directory_signature",
     "file_signature",
     "memo_entry",
     "recalled_facts",
@@ -62,7 +69,9 @@ _FACT_TYPES: dict[str, tuple[type, ...]] = {
 }
 _SIGNATURE_LENGTH = 5
 #: The types each fact may have, as a set of exact types (bool only where listed).
-_FACT_EXACT_TYPES = {key: frozenset(kinds) for key, kinds in _FACT_TYPES.items()}
+_FACT_EXACT_ITEMS = tuple((key, frozenset(kinds)) for key, kinds in _FACT_TYPES.items())
+#: The types a memo's directory signature may have (None: ``stat`` failed).
+_DIRECTORY_TYPES = frozenset({list, type(None)})
 #: Stands for a missing key (None is a fact's value).
 _ABSENT = object()
 
@@ -70,6 +79,15 @@ _ABSENT = object()
 def stat_signature(info: os.stat_result) -> list[int]:
     """``[size, mtime_ns, inode, ctime_ns, device]`` of a stat result."""
     return [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, info.st_dev]
+
+
+def directory_signature(path: str) -> list[int] | None:
+    """The stat signature of a directory (following links); None when ``stat`` fails or not one."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return stat_signature(info) if stat.S_ISDIR(info.st_mode) else None
 
 
 def file_signature(path: str) -> tuple[list[int], float] | None:
@@ -83,51 +101,43 @@ def file_signature(path: str) -> tuple[list[int], float] | None:
     return stat_signature(info), info.st_mtime
 
 
-def memo_entry(files: Mapping[str, tuple[str, list[int]]], facts: MemoFacts) -> dict[str, Any]:
+def memo_entry(
+    files: Mapping[str, tuple[str, list[int]]],
+    facts: MemoFacts,
+    *,
+    directory: list[int] | None,
+) -> dict[str, Any]:
     """A run's memo: ``files`` maps each file read to ``(sha256, stat signature)``.
 
-    ``facts`` holds model, dataset, seed, returncode, the checked ``metadata``
-    and ``split_info`` fields (None for an absent file) and ``predictions``
-    (the predictions file's name, or None).
+    ``directory`` is the run directory's stat signature taken before its
+    entries were listed (None when ``stat`` failed). ``facts`` holds model,
+    dataset, seed, returncode, the checked ``metadata`` and ``split_info``
+    fields (None for an absent file) and ``predictions`` (the predictions
+    file's name, or None).
     """
     return {
         "files": {name: [digest, *signature] for name, (digest, signature) in files.items()},
+        "directory": directory,
         **{key: facts[key] for key in _FACT_TYPES},
     }
 
 
-def unchanged_memo(entry: dict[str, Any], facts: MemoFacts) -> bool:
+def unchanged_memo(entry: dict[str, Any], facts: MemoFacts, directory: list[int] | None) -> bool:
     """Whether a recalled memo is already the one :func:`memo_entry` would make of ``facts``.
 
     ``entry`` must have passed :func:`recalled_facts`, so its files are the
     ones a new memo would record; it is kept as it is (not rebuilt for each
-    of 20,000 runs) when it holds no other key and every fact is equal. The
+    of 20,000 runs) when it holds no other key, records the directory
+    signature ``directory`` and every fact is equal. The
     fact types are checked, so equal values are also equal JSON (a seed
     ``True`` never stands for ``1``).
     """
-    return len(entry) == 1 + len(_FACT_TYPES) and all(
-        entry[key] == facts[key] for key in _FACT_TYPES
-    )
-
-
-def _well_formed(entry: Any) -> bool:
-    """Whether a memo read back from the cache has the layout :func:`memo_entry` writes.
-
-    A signature's numbers are not checked one by one: one that is not the
-    file's stat (of whatever type) differs from it, and the run is a miss.
-    Types are compared exactly (a memo is decoded JSON, whose values have
-    exact types), so a bool never passes for an int.
-    """
-    if type(entry) is not dict or type(entry.get("files")) is not dict:
+    if len(entry) != 2 + len(_FACT_TYPES) or entry["directory"] != directory:
         return False
-    for recorded in entry["files"].values():
-        if (
-            type(recorded) is not list
-            or len(recorded) != 1 + _SIGNATURE_LENGTH
-            or type(recorded[0]) is not str
-        ):
+    for key in _FACT_TYPES:  # noqa: SIM110 (a loop, not all(generator): 100,000 calls)
+        if entry[key] != facts[key]:
             return False
-    return all(type(entry.get(key, _ABSENT)) in kinds for key, kinds in _FACT_EXACT_TYPES.items())
+    return True
 
 
 def recalled_facts(
@@ -147,23 +157,42 @@ def recalled_facts(
             taken from the memo and must still be the one
             :func:`~deepecgkit.rundir.read.predictions_path` finds; the caller checks that).
         present: the names of the directory's entries, when the caller listed
-            it: a file recorded as absent must not be among them (None: each
-            is checked with ``lstat``).
+            it (or an empty set when the directory still has the memo's
+            signature, so every name recorded absent still is): a file
+            recorded as absent must not be among them (None: each is checked
+            with ``lstat``).
+
+    The memo's layout (what :func:`memo_entry` writes) is checked as it is
+    read: a signature's numbers are not checked one by one (one that is not
+    the file's stat, of whatever type, differs from it), and types are
+    compared exactly (a memo is decoded JSON or the memo table's values, of
+    exact types), so a bool never passes for an int.
 
     Returns:
         ``(files, facts, mtimes)``: ``files`` maps each present file to its
         SHA-256 in the order a full read records them (the given names, then
         the predictions file), ``mtimes`` each present file to its ``st_mtime``.
     """
-    if not _well_formed(entry):
+    # The layout is checked as the memo is read, in the same pass (see above).
+    if type(entry) is not dict:
         return None
-    recorded: dict[str, MemoFile] = entry["files"]
-    predictions = entry["predictions"]
-    ordered = [*names, *([predictions] if predictions is not None else [])]
-    if not recorded.keys() <= set(ordered) or (
-        predictions is not None and predictions not in recorded
-    ):
+    recorded = entry.get("files")
+    if type(recorded) is not dict or type(entry.get("directory", _ABSENT)) not in _DIRECTORY_TYPES:
         return None
+    get = entry.get
+    facts: MemoFacts = {}
+    for key, kinds in _FACT_EXACT_ITEMS:
+        value = get(key, _ABSENT)
+        if type(value) not in kinds:
+            return None
+        facts[key] = value
+    predictions = facts["predictions"]
+    if predictions is None:
+        ordered = tuple(names)
+    elif predictions in names or predictions not in recorded:
+        return None
+    else:
+        ordered = (*names, predictions)
     # Paths by concatenation: os.path.join is a Python function, called
     # three times per run of 20,000 (a run directory never ends in a separator
     # but the root's "/", which keeps it).
@@ -183,6 +212,8 @@ def recalled_facts(
             except (OSError, ValueError):  # absent, as recorded (os.path.lexists's test)
                 continue
             return None
+        if type(kept) is not list or len(kept) != 1 + _SIGNATURE_LENGTH or type(kept[0]) is not str:
+            return None
         try:
             info = os.stat(path)
         except (OSError, ValueError):
@@ -198,5 +229,6 @@ def recalled_facts(
             return None
         files[name] = kept[0]
         mtimes[name] = info.st_mtime
-    facts = {key: entry[key] for key in _FACT_TYPES}
+    if len(files) != len(recorded):  # a recorded name the contract does not read
+        return None
     return files, facts, mtimes

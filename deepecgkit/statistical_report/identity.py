@@ -79,6 +79,7 @@ from deepecgkit.rundir.read import (
 from deepecgkit.rundir.records import RunRecord
 from deepecgkit.statistical_report.file_memo import (
     MemoFacts,
+    directory_signature,
     memo_entry,
     recalled_facts,
     stat_signature,
@@ -201,17 +202,23 @@ def run_facts(frame: pd.DataFrame) -> list[RunFacts]:
     report needs only these six) and with ``run_dir`` as the frame's text,
     not a ``Path``.
     """
-    columns = [frame[name].tolist() for name in ("run_dir", "model", "dataset", "mtime")]
-    seeds, returncodes = (
-        [exact_int_value(value) for value in frame[name].tolist()]
-        for name in ("seed", "returncode")
-    )
-    return [
-        RunFacts(str(run_dir), str(model), str(dataset), seed, returncode, float(mtime))
-        for run_dir, model, dataset, mtime, seed, returncode in zip(
-            *columns, seeds, returncodes, strict=True
-        )
-    ]
+    texts = [_text_column(frame[name]) for name in ("run_dir", "model", "dataset")]
+    mtimes = frame["mtime"].astype("float64").tolist()
+    seeds, returncodes = (_int_column(frame[name]) for name in ("seed", "returncode"))
+    return list(map(RunFacts._make, zip(*texts, seeds, returncodes, mtimes, strict=True)))
+
+
+def _text_column(column: pd.Series) -> list[str]:
+    """A column's values as ``str`` (a column of exact ``str`` values as it is)."""
+    values = column.tolist()
+    return values if set(map(type, values)) <= {str} else [str(value) for value in values]
+
+
+def _int_column(column: pd.Series) -> list[int | None]:
+    """A column's values as :func:`exact_int_value` gives them, a plain int64 column at once."""
+    if column.dtype == np.int64:
+        return column.tolist()  # Python ints, exactly
+    return [exact_int_value(value) for value in column.tolist()]
 
 
 def content_key(name: str, sha256: str) -> str:
@@ -224,7 +231,8 @@ class RunInput:
     """One discovered run directory and the verdict of the identity contract."""
 
     run_id: str
-    path: Path
+    #: The resolved run directory, as text (a ``Path`` per run of 100,000 costs seconds).
+    path: str
     files: dict[str, str] = field(default_factory=dict)
     model: str | None = None
     dataset: str | None = None
@@ -276,7 +284,7 @@ class _Unreadable(Exception):
     """A file of the run directory cannot be read or parsed (detail in the message)."""
 
 
-def _read_file(run_dir: Path, name: str) -> tuple[bytes, Any] | None:
+def _read_file(run_dir: str, name: str) -> tuple[bytes, Any] | None:
     """The bytes and stat of a run-directory file; None when absent; ``_Unreadable`` otherwise.
 
     Every file goes through the one safe open: a FIFO, a directory, a file
@@ -346,7 +354,7 @@ def _identity_facts(
     }
 
 
-def _entry_names(directory: Path) -> frozenset[str] | None:
+def _entry_names(directory: str) -> frozenset[str] | None:
     """The names of the entries of a run directory; None when it cannot be listed.
 
     One listing answers every "is this name there" of the contract (which
@@ -366,17 +374,20 @@ def _recall(
     record: RunRecord | RunFacts | None,
     *,
     present: frozenset[str] | None = None,
+    directory: list[int] | None = None,
 ) -> bool:
     """Fill the run from an earlier build's memo when none of its files changed.
 
     A run with predictions is recalled only when its file's verdict is known
     (and was not a parse failure, whose detail names the path); its bytes are
-    then read only if :func:`predictions_of` needs them.
+    then read only if :func:`predictions_of` needs them. ``directory`` is the
+    run directory's signature taken before ``present`` was listed (the memo
+    records it for the next build).
     """
     name = None if run.predictions_file is None else run.predictions_file.name
     if not isinstance(memo, dict) or memo.get("predictions") != name:
         return False
-    recalled = recalled_facts(memo, os.fspath(run.path), names=HASHED_FILES, present=present)
+    recalled = recalled_facts(memo, run.path, names=HASHED_FILES, present=present)
     if recalled is None:
         return False
     files, facts, mtimes = recalled
@@ -387,15 +398,52 @@ def _recall(
             return False
         run.predictions_mtime = mtimes[name]
     if record is not None and record.mtime == mtimes.get(METRICS_FILENAME):
-        facts.update(_identity_facts(run, record, record.mtime))
+        # What _identity_facts gives while the record's mtime holds, without its dict.
+        facts["model"], facts["dataset"] = record.model, record.dataset
+        facts["seed"], facts["returncode"] = record.seed, record.returncode
     _set_facts(run, facts)
     run.files, run.verdict = files, verdict
     run.memo = (
         memo
-        if unchanged_memo(memo, facts)
-        else memo_entry({key: (value[0], value[1:]) for key, value in memo["files"].items()}, facts)
+        if unchanged_memo(memo, facts, directory)
+        else memo_entry(
+            {key: (value[0], value[1:]) for key, value in memo["files"].items()},
+            facts,
+            directory=directory,
+        )
     )
     return True
+
+
+#: The names of a directory that kept its memo's signature, as :func:`recalled_facts`
+#: takes them: none of the names the memo recorded absent is there.
+_NONE_ADDED: frozenset[str] = frozenset()
+
+
+def _recall_unlisted(
+    run: RunInput,
+    memo: Any,
+    known: Mapping[str, ContentVerdict],
+    record: RunRecord | RunFacts | None,
+    directory: list[int] | None,
+) -> bool:
+    """:func:`_recall` without listing the directory, while it has the memo's signature.
+
+    No entry of the directory was created, removed or renamed since the memo
+    was made (see :mod:`~deepecgkit.statistical_report.file_memo`), so its
+    predictions file is the one the memo names and every file it recorded
+    absent is still absent.
+    """
+    if directory is None or type(memo) is not dict or memo.get("directory") != directory:
+        return False
+    name = memo.get("predictions")
+    if name is not None and name not in _PREDICTIONS_NAMES:
+        return False
+    run.predictions_file = None if name is None else Path(run.path, name)
+    if _recall(run, memo, known, record, present=_NONE_ADDED, directory=directory):
+        return True
+    run.predictions_file = None
+    return False
 
 
 def _load(
@@ -412,10 +460,13 @@ def _load(
     predictions file whose key is in ``known`` is not parsed: its verdict is
     taken and its bytes kept for :func:`predictions_of`.
     """
+    directory = directory_signature(run.path)  # before the listing: a later change shows
+    if memo is not None and _recall_unlisted(run, memo, known, record, directory):
+        return
     present = _entry_names(run.path)
     if present is None or not present.isdisjoint(_PREDICTIONS_NAMES):
         run.predictions_file = predictions_path(run.path)
-    if memo is not None and _recall(run, memo, known, record, present=present):
+    if memo is not None and _recall(run, memo, known, record, present=present, directory=directory):
         return
     contents, signatures, metrics_mtime = {}, {}, None
     for name in HASHED_FILES:
@@ -459,7 +510,9 @@ def _load(
                 run.verdict = ContentVerdict(UNREADABLE, str(exc))
                 raise _Unreadable(str(exc)) from exc
     run.memo = memo_entry(
-        {key: (run.files[key], signature) for key, signature in signatures.items()}, facts
+        {key: (run.files[key], signature) for key, signature in signatures.items()},
+        facts,
+        directory=directory,
     )
 
 
@@ -710,7 +763,7 @@ def _resolve_duplicates(runs: list[RunInput]) -> None:
 
 
 def assess_runs(
-    run_dirs: list[tuple[str, Path]],
+    run_dirs: Sequence[tuple[str, str | Path]],
     *,
     allow_partial: bool,
     known: Mapping[str, ContentVerdict] | None = None,
@@ -740,13 +793,13 @@ def assess_runs(
     """
     known = {} if known is None else known
     memos = {} if memos is None else memos
-    runs = [RunInput(run_id=run_id, path=path) for run_id, path in run_dirs]
+    runs = [RunInput(run_id=run_id, path=os.fspath(path)) for run_id, path in run_dirs]
     given = [None] * len(runs) if records is None else list(records)
     if len(given) != len(runs):
         raise ValueError(f"{len(given)} records given for {len(runs)} run directories")
     for run, record in zip(runs, given, strict=True):
         try:
-            _load(run, known, record=record, memo=memos.get(str(run.path)))
+            _load(run, known, record=record, memo=memos.get(run.path))
         except _Unreadable as exc:
             run.exclude(UNREADABLE, str(exc))
             continue

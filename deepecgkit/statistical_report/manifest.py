@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import platform
 from functools import cache
 from pathlib import Path
@@ -109,7 +110,7 @@ def versions(plots: bool) -> dict[str, str | None]:
 def _input_entry(run: RunInput) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
-        "path": display_path(run.path.as_posix()),
+        "path": display_path(run.path),
         "status": run.status,
         "reason": run.reason,
         "files": dict(run.files),
@@ -199,6 +200,51 @@ def build_manifest(
     }
 
 
+#: The manifest's per-run lists: built by :func:`build_manifest` of text, ints, bools,
+#: None and lists and objects of those only, so JSON reads them back as they are.
+_PER_RUN_KEYS = ("inputs", "included_runs")
+#: How the top-level ``figures`` key starts its line in a manifest this module writes
+#: (a string's newline is escaped, so no value holds it).
+_FIGURES_LINE = b'\n  "figures": '
+
+
+def read_back(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What ``json.loads`` gives for :func:`manifest_bytes` of ``manifest`` (a built manifest).
+
+    The per-run lists (``inputs``, ``included_runs``) are taken as they are:
+    :func:`build_manifest` makes them of plain JSON values only, which JSON
+    reads back equal; only the rest is encoded and decoded again, so the
+    100,000 entries of a large report are not parsed from the 50 MB just written.
+    """
+    rest = {key: value for key, value in manifest.items() if key not in _PER_RUN_KEYS}
+    decoded = json.loads(manifest_bytes(rest).decode("utf-8"))
+    return {key: manifest[key] if key in _PER_RUN_KEYS else decoded[key] for key in manifest}
+
+
+def listed_figures(data: bytes) -> list[Any]:
+    """The ``figures`` list of a manifest's bytes (any value: the caller checks its entries).
+
+    A manifest in this module's layout is not parsed whole (its per-run
+    lists are most of its bytes): the top-level ``figures`` value starts
+    after the last line that begins ``  "figures": `` (the last, as
+    ``json.loads`` keeps the last of repeated keys), and only it is decoded.
+    Any other text is parsed whole. Raises ``ValueError`` (or
+    ``UnicodeDecodeError``) when neither gives a value.
+    """
+    start = data.rfind(_FIGURES_LINE)
+    if start >= 0:
+        text = data[start + len(_FIGURES_LINE) :].decode("utf-8")
+        try:
+            figures, _ = json.JSONDecoder().raw_decode(text)
+        except ValueError:
+            pass
+        else:
+            return figures if isinstance(figures, list) else []
+    manifest = json.loads(data.decode("utf-8"))
+    figures = manifest.get("figures", []) if isinstance(manifest, dict) else []
+    return figures if isinstance(figures, list) else []
+
+
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     """UTF-8 JSON, indent 2, keys in insertion order, NaN as ``null``, trailing newline.
 
@@ -215,4 +261,6 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
         text = indented_json(manifest, ensure_ascii=False)
     except (TypeError, ValueError):
         text = indented_json(json_ready(manifest), ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
+    data = text.encode("utf-8")
+    del text  # (100,000 runs: 50 MB; the text and its bytes, not a third copy besides)
+    return data + b"\n"

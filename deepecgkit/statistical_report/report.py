@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import logging
 import numbers
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -81,8 +81,10 @@ from deepecgkit.statistical_report.identity import (
 from deepecgkit.statistical_report.manifest import (
     MANIFEST_FILENAME,
     build_manifest,
+    listed_figures,
     manifest_bytes,
     matplotlib_version,
+    read_back,
     sha256_bytes,
     versions,
 )
@@ -107,6 +109,7 @@ from deepecgkit.statistical_report.tables import (
     PairOutcome,
     ReportSettings,
     RunScores,
+    column_table,
     table,
     withheld_intervals,
 )
@@ -235,6 +238,25 @@ def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
         )
 
 
+def _plain_absolute(text: str) -> bool:
+    """Whether ``text`` is an absolute path ``os.path.normpath`` leaves as it is, with a name.
+
+    True only when ``isabs(text) and normpath(text) == text`` and the last
+    component is not ``""``, ``"."`` or ``".."``, from substring tests
+    (``normpath`` is a Python loop over the components, called once per run
+    of 100,000): no empty, ``.`` or ``..`` component and no trailing
+    separator. A path that starts with ``//``, which ``normpath`` keeps, is
+    False: the callers then take the general road.
+    """
+    return (
+        text.startswith("/")
+        and "//" not in text
+        and "/./" not in text
+        and "/../" not in text
+        and not text.endswith(("/", "/.", "/.."))
+    )
+
+
 def _resolved_paths(paths: Sequence[str | Path]) -> list[str]:
     """``os.path.realpath`` of each path, resolving each distinct parent folder once.
 
@@ -242,28 +264,51 @@ def _resolved_paths(paths: Sequence[str | Path]) -> list[str]:
     resolves to its parent's real path joined with that name, so a run
     directory costs one ``lstat`` instead of one per component of its path
     (20,000 run directories: 20,000 calls rather than 100,000 and more).
-    Any other path is resolved in full.
+    Any other path (bytes included) is resolved in full.
     """
     parents: dict[str, str] = {}
     resolved = []
+    lstat, is_link = os.lstat, stat.S_ISLNK
     for path in paths:
-        text = os.fspath(path)
-        parent, name = os.path.split(text)
-        if (
-            not os.path.isabs(text)
-            or os.path.normpath(text) != text
-            or name in ("", ".", "..")
-            or os.path.islink(text)
-        ):
+        text = path if type(path) is str else os.fspath(path)
+        if type(text) is not str or not _plain_absolute(text):
             resolved.append(os.path.realpath(text))
             continue
-        if parent not in parents:
-            parents[parent] = os.path.realpath(parent)
-        resolved.append(os.path.join(parents[parent], name))
+        try:
+            linked = is_link(lstat(text).st_mode)
+        except (OSError, ValueError):
+            linked = False  # missing: realpath keeps the name, as below
+        if linked:
+            resolved.append(os.path.realpath(text))
+            continue
+        parent, _, name = text.rpartition("/")
+        real = parents.get(parent)
+        if real is None:
+            real = parents[parent] = os.path.realpath(parent or "/")
+        resolved.append(real + name if real.endswith("/") else real + "/" + name)
     return resolved
 
 
-def _run_ids(roots: Sequence[str | Path], run_dirs: Sequence[str | Path]) -> list[tuple[str, Path]]:
+def _common_path(paths: Sequence[str]) -> str:
+    """``os.path.commonpath(paths)``, without splitting each path into components.
+
+    ``commonpath`` splits every path (100,000 run directories: most of a
+    second of a one-run refresh). For plain normalised absolute paths (see
+    :func:`_plain_absolute`) the characters the smallest and the largest path
+    share are those every path shares; cut back to the last separator unless
+    each path ends there or goes on with one, they are the common path. Other
+    paths go to ``commonpath``.
+    """
+    if not all(type(text) is str and _plain_absolute(text) for text in paths):
+        return os.path.commonpath(paths)
+    shared = os.path.commonprefix([min(paths), max(paths)])  # noqa: RUF071 (characters, then cut)
+    end = len(shared)
+    if all(len(text) == end or text[end] == "/" for text in paths):
+        return shared
+    return shared[: shared.rfind("/")] or "/"
+
+
+def _run_ids(roots: Sequence[str | Path], run_dirs: Sequence[str | Path]) -> list[tuple[str, str]]:
     """``(run_id, resolved path)``: paths relative to the roots' common base, POSIX form.
 
     The base is the common path of the resolved roots, or its parent when it
@@ -272,30 +317,36 @@ def _run_ids(roots: Sequence[str | Path], run_dirs: Sequence[str | Path]) -> lis
     keeps the path it was found under (relative to the unresolved roots), so
     its id names it inside the roots rather than wherever the link points.
     A name that is not valid UTF-8 is shown with escapes (see
-    :func:`~deepecgkit.io.display_path`).
+    :func:`~deepecgkit.io.display_path`). The resolved path is text (100,000
+    ``Path`` objects cost seconds and nothing here needs one).
     """
     if not run_dirs:
         return []
     resolved_dirs = _resolved_paths(run_dirs)
     resolved_roots = resolved_dirs if roots is run_dirs else _resolved_paths(roots)
-    base = Path(os.path.commonpath(resolved_roots))
-    given_base = Path(os.path.commonpath([os.path.abspath(root) for root in roots]))
+    base = Path(_common_path(resolved_roots))
+    given = [
+        text if type(text) is str and _plain_absolute(text) else os.path.abspath(text)
+        for text in map(os.fspath, roots)
+    ]
+    given_base = Path(_common_path(given))
     if is_run_directory(base):
         base, given_base = base.parent, given_base.parent
     # Below the base, a resolved path's id is the rest of its text: both are
     # normalised real paths, so the rest is already a POSIX relative path.
     prefix = os.path.join(os.fspath(base), "")
+    cut = len(prefix)
     identified = []
     for directory, resolved in zip(run_dirs, resolved_dirs, strict=True):
         if resolved.startswith(prefix):
-            relative = resolved[len(prefix) :]
+            relative = resolved[cut:]
         else:
             relative = Path(
                 os.path.relpath(resolved, base)
                 if resolved == os.fspath(base)
                 else os.path.relpath(os.path.abspath(directory), given_base)
             ).as_posix()
-        identified.append((display_path(relative), Path(resolved)))
+        identified.append((display_path(relative), resolved))
     return identified
 
 
@@ -314,17 +365,23 @@ def _unlisted_runs(roots: list[Path], unlisted: Sequence[UnreadableRun]) -> list
 # --- computing -----------------------------------------------------------------------------------
 
 
-def _exclusion_row(run: RunInput) -> dict[str, Any]:
-    return {
-        "scope": SCOPE_RUN,
-        "run_id": run.run_id,
-        "model": run.model,
-        "dataset": run.dataset,
-        "seed": run.seed,
-        "reference_run_id": None,
-        "reason": run.reason,
-        "detail": run.detail,
+def _exclusions(excluded: list[RunInput], rejected: list[dict[str, Any]]) -> pd.DataFrame:
+    """``exclusions.csv``: the excluded runs (scope ``run``), then the rejected comparisons.
+
+    Built a column at a time (see :func:`~deepecgkit.statistical_report.tables.column_table`).
+    """
+    runs = {
+        "scope": [SCOPE_RUN] * len(excluded),
+        "run_id": [run.run_id for run in excluded],
+        "model": [run.model for run in excluded],
+        "dataset": [run.dataset for run in excluded],
+        "seed": [run.seed for run in excluded],
+        "reference_run_id": [None] * len(excluded),
+        "reason": [run.reason for run in excluded],
+        "detail": [run.detail for run in excluded],
     }
+    values = {name: runs[name] + [row[name] for row in rejected] for name in EXCLUSION_COLUMNS}
+    return column_table(values, EXCLUSION_COLUMNS)
 
 
 def _comparison_row(
@@ -565,8 +622,7 @@ def _earlier_figures(out_dir: Path, previous: ReportCache) -> set[str]:
     listed: list[Any] = []
     try:
         data, _ = read_regular_file(out_dir / MANIFEST_FILENAME)
-        manifest = json.loads(data.decode("utf-8"))
-        listed.extend(entry.get("path") for entry in manifest.get("figures", []))
+        listed.extend(entry.get("path") for entry in listed_figures(data))
     except (UnreadableFileError, UnicodeDecodeError, ValueError, AttributeError, TypeError):
         pass
     for files in previous.figures.values():
@@ -751,10 +807,9 @@ def statistical_report(
         ),
         "paired_comparisons.csv": _with_holm(table(paired_rows, PAIRED_COLUMNS)),
         "mcnemar.csv": table(mcnemar_rows, MCNEMAR_COLUMNS),
-        "exclusions.csv": table(
-            [_exclusion_row(run) for run in runs if run.excluded]
-            + sorted(rejected, key=lambda row: row["run_id"]),
-            EXCLUSION_COLUMNS,
+        "exclusions.csv": _exclusions(
+            [run for run in runs if run.excluded],
+            sorted(rejected, key=lambda row: row["run_id"]),
         ),
     }
 
@@ -816,9 +871,8 @@ def statistical_report(
             sample_level_anti_conservative=anti_conservative,
             withheld_intervals=withheld,
         )
-        data = manifest_bytes(manifest)
-        atomic_write_bytes(out_path / MANIFEST_FILENAME, data)
-        written = json.loads(data.decode("utf-8"))
+        atomic_write_bytes(out_path / MANIFEST_FILENAME, manifest_bytes(manifest))
+        written = read_back(manifest)
     logger.info(
         "report written to %s: %d runs included (%d reused, %d computed), %d excluded, "
         "%d comparison rows (%d pairs reused, %d computed)",

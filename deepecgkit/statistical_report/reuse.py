@@ -21,7 +21,10 @@ content of what shaped them, so an entry can never describe other inputs.
 * A **file memo**, by run directory, records the SHA-256 and stat signature
   of each file the identity contract read and the facts it took from them
   (:mod:`~deepecgkit.statistical_report.file_memo`), so an unchanged run is
-  neither read nor hashed again; rows stay keyed by the content hashes.
+  neither read nor hashed again; rows stay keyed by the content hashes. The
+  memos are kept beside the cache, as the columns of ``report_memos.parquet``
+  (:mod:`~deepecgkit.statistical_report.memo_table`): at 100,000 runs they
+  were 75 MB of JSON that each refresh decoded, encoded and compressed again.
 * A **figure key** adds ``pdf``, the plotting module's source and the
   matplotlib version to the run key; its entry records the files (path,
   format, SHA-256) of the figure; a file is reused only when its bytes on
@@ -31,7 +34,7 @@ content of what shaped them, so an entry can never describe other inputs.
 stamped with the current run's identity when reused, so renaming or moving
 a run directory keeps its rows.
 
-The whole file is bound to an **environment**: the cache format, the
+Both files are bound to an **environment**: the cache format, the
 versions of Python, numpy, scipy and pandas, and a digest of the source of
 the packages that compute the rows (:mod:`deepecgkit.analysis`,
 :mod:`deepecgkit.rundir`, this package). A file from another environment,
@@ -60,13 +63,19 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from deepecgkit.io import UnreadableFileError, atomic_write_bytes, json_ready, read_regular_file
+from deepecgkit.rundir.format import PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME
 from deepecgkit.statistical_report.identity import (
+    HASHED_FILES,
     UNREADABLE,
     ContentVerdict,
     RunInput,
     content_key,
 )
+from deepecgkit.statistical_report.memo_table import memos_from_table, memos_table
 from deepecgkit.statistical_report.tables import (
     LEVEL_METRICS_COLUMNS,
     MCNEMAR_COLUMNS,
@@ -85,6 +94,7 @@ from deepecgkit.statistical_report.tables import (
 
 __all__ = [
     "CACHE_FILENAME",
+    "MEMOS_FILENAME",
     "DamagedEntry",
     "ReportCache",
     "RowReuse",
@@ -105,13 +115,21 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 CACHE_FILENAME = "report_cache.json.gz"
+#: The file memos, beside the cache (see memo_table).
+MEMOS_FILENAME = "report_memos.parquet"
+#: The names a file memo may record, in the memo table's column order.
+_MEMO_NAMES = (*HASHED_FILES, PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME)
+#: The memo table's schema metadata key holding the environment it is bound to.
+_MEMOS_ENVIRONMENT_KEY = b"deepecg_report_environment"
 CACHE_FORMAT = "deepecg-report-cache"
-#: Bumped whenever an entry's layout or meaning changes (2: the file memos).
-CACHE_VERSION = 2
+#: Bumped whenever an entry's layout or meaning changes (2: the file memos; 3: the
+#: run directory's signature in each memo, the memos in their own table).
+CACHE_VERSION = 3
 #: Packages whose source shapes the rows (a change invalidates every entry).
 _ROW_SOURCES = ("analysis", "rundir", "statistical_report")
-#: The sections of the file, in :class:`ReportCache` field order.
-_PARTS = ("runs", "pairs", "figures", "contents", "files")
+#: The sections of the JSON file, in :class:`ReportCache` field order (the memos,
+#: ``files``, are the memo table's).
+_PARTS = ("runs", "pairs", "figures", "contents")
 #: Fixed gzip header time, so the same entries give the same file.
 _GZIP_MTIME = 0
 #: gzip's fastest level: at 20,000 runs (file memos included) it compresses four times
@@ -385,7 +403,8 @@ def write_changed(path: Path, data: bytes) -> Path:
 class ReportCache:
     """The entries of one report's cache: run, pair, figure and content keys to entries.
 
-    ``files`` holds the file memo of each run directory, by its resolved path.
+    ``files`` holds the file memo of each run directory, by its resolved path
+    (kept in ``report_memos.parquet`` beside the cache file).
     """
 
     runs: dict[str, Any] = field(default_factory=dict)
@@ -396,7 +415,17 @@ class ReportCache:
 
     @classmethod
     def load(cls, path: Path, bound_to: Mapping[str, Any]) -> ReportCache:
-        """The cache at ``path``, or an empty one when it is absent, damaged or foreign (logged)."""
+        """The cache at ``path``, or an empty one when it is absent, damaged or foreign (logged).
+
+        The memos come from ``report_memos.parquet`` beside it, on their own:
+        either file may be missing or ignored without the other.
+        """
+        cache = cls._load_entries(path, bound_to)
+        cache.files = _load_memos(path.with_name(MEMOS_FILENAME), bound_to)
+        return cache
+
+    @classmethod
+    def _load_entries(cls, path: Path, bound_to: Mapping[str, Any]) -> ReportCache:
         try:
             data, _ = read_regular_file(path)
         except UnreadableFileError as exc:
@@ -424,7 +453,9 @@ class ReportCache:
     def save(self, path: Path, bound_to: Mapping[str, Any]) -> Path:
         """Write the entries atomically (gzip-compressed JSON, keys sorted, no timestamp).
 
-        A file that already holds these bytes is left in place (:func:`write_changed`).
+        The memos go to ``report_memos.parquet`` beside it, rows sorted by run
+        directory. A file that already holds its bytes is left in place
+        (:func:`write_changed`).
         """
         payload = {
             "environment": dict(bound_to),
@@ -432,12 +463,57 @@ class ReportCache:
             "pairs": self.pairs,
             "figures": self.figures,
             "contents": self.contents,
-            "files": self.files,
         }
         text = json.dumps(payload, sort_keys=True, allow_nan=True, separators=(",", ":"))
+        _save_memos(path.with_name(MEMOS_FILENAME), self.files, bound_to)
         return write_changed(
             path, gzip.compress(text.encode("ascii"), compresslevel=_GZIP_LEVEL, mtime=_GZIP_MTIME)
         )
+
+
+def _environment_text(bound_to: Mapping[str, Any]) -> bytes:
+    return json.dumps(dict(bound_to), sort_keys=True).encode("utf-8")
+
+
+def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> dict[str, Any]:
+    """The memos of the memo table at ``path``; none when it is absent, damaged or foreign."""
+    try:
+        data, _ = read_regular_file(path)
+    except UnreadableFileError as exc:
+        if path.exists() or path.is_symlink():
+            logger.warning("report memos %s ignored: %s", path, exc.reason)
+        return {}
+    try:
+        reader = pq.ParquetFile(pa.BufferReader(data))
+        bound = (reader.schema_arrow.metadata or {}).get(_MEMOS_ENVIRONMENT_KEY)
+        # Only a table of this environment is read (its 100,000 rows are most of the file).
+        table = reader.read() if bound == _environment_text(bound_to) else None
+    except (pa.ArrowException, OSError, ValueError):
+        logger.warning("report memos %s are damaged; every run is read again", path)
+        return {}
+    if table is None:
+        logger.info(
+            "report memos %s were written by another program or version of the library; "
+            "every run is read again",
+            path,
+        )
+        return {}
+    try:
+        return memos_from_table(table, names=_MEMO_NAMES)
+    except (ValueError, TypeError, pa.ArrowException):
+        logger.warning("report memos %s are damaged; every run is read again", path)
+        return {}
+
+
+def _save_memos(path: Path, memos: Mapping[str, Any], bound_to: Mapping[str, Any]) -> Path:
+    """Write the memo table atomically (Parquet, the environment in its schema metadata)."""
+    table, left_out = memos_table(memos, names=_MEMO_NAMES)
+    if left_out:
+        logger.info("%d file memos not kept (they do not fit the memo table)", left_out)
+    table = table.replace_schema_metadata({_MEMOS_ENVIRONMENT_KEY: _environment_text(bound_to)})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return write_changed(path, sink.getvalue().to_pybytes())
 
 
 # --- reuse while building ------------------------------------------------------------------------
@@ -470,7 +546,7 @@ class RowReuse:
         """
         for run in runs:
             if run.memo is not None:
-                self.kept.files[str(run.path)] = run.memo
+                self.kept.files[run.path] = run.memo
             # A parse failure's detail names the file's path: not content alone.
             if run.verdict is not None and run.predictions_file is not None:
                 if run.verdict.reason == UNREADABLE:

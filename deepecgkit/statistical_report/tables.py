@@ -71,6 +71,7 @@ __all__ = [
     "PairOutcome",
     "ReportSettings",
     "RunScores",
+    "column_table",
     "compare_pair",
     "pair_identity",
     "run_identity",
@@ -239,6 +240,19 @@ def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
     frame = frame.astype({name: kind for name, kind in columns.items() if name != SEED_COLUMN})
     if SEED_COLUMN in columns:
         frame[SEED_COLUMN] = exact_int_array([row.get(SEED_COLUMN) for row in rows])
+    return frame
+
+
+def column_table(values: dict[str, list[Any]], columns: dict[str, str]) -> pd.DataFrame:
+    """:func:`table` of rows given as one list per column (``values`` has every column).
+
+    The same frame as ``table`` of the rows these lists make, without a dict
+    per row (100,000 excluded runs at 100,000 runs).
+    """
+    frame = pd.DataFrame({name: values[name] for name in columns}, columns=list(columns))
+    frame = frame.astype({name: kind for name, kind in columns.items() if name != SEED_COLUMN})
+    if SEED_COLUMN in columns:
+        frame[SEED_COLUMN] = exact_int_array(values[SEED_COLUMN])
     return frame
 
 

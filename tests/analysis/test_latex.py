@@ -460,10 +460,21 @@ def test_number_and_interval_cell():
     assert L._number("text", 3) == "--"
     assert L._number(-0.5, 3) == "$-0.500$"
     assert L._number(np.float32(0.25), 2) == "$0.25$"
-    assert L._interval_cell(0.04, 0.027, 0.053) == r"$+0.040$ {\scriptsize $[+0.027, +0.053]$}"
-    assert L._interval_cell(-0.05, -0.07, NAN, r"^{\dagger}") == r"$-0.050^{\dagger}$"
-    assert L._interval_cell(NAN, 0.0, 1.0) == "--"
-    assert L._interval_cell(0.5, 0.25, 0.75, precision=1) == r"$+0.5$ {\scriptsize $[+0.2, +0.8]$}"
+    assert interval_cell(0.04, 0.027, 0.053) == r"$+0.040$ {\scriptsize $[+0.027, +0.053]$}"
+    assert interval_cell(-0.05, -0.07, NAN, r"^{\dagger}") == r"$-0.050^{\dagger}$"
+    assert interval_cell(NAN, 0.0, 1.0) == "--"
+    assert interval_cell(-0.0, "0.1", 0.0) == "$-0.000$"
+    assert interval_cell(True, -0.0004, 0.0) == r"$+1.000$ {\scriptsize $[-0.000, +0.000]$}"
+
+
+def interval_cell(mean, lower, upper, marker=""):
+    """The flip table's interval cell of one row (its column-wise builder on one-row columns)."""
+
+    def cells(value):
+        return L._distinct_cells(pd.Series([value], dtype=object))
+
+    marks = L._Cells(np.zeros(1, dtype=np.intp), [marker])
+    return L._interval_cells(cells(mean), cells(lower), cells(upper), marks)[0]
 
 
 def test_note_rows_and_wrap_table():

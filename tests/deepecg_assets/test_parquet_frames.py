@@ -1,15 +1,19 @@
 """Frames round-trip exactly through Parquet and the UPath IO manager."""
 
+import io
 import math
 
 import dagster as dg
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings, strategies as st
 from upath import UPath
 
 from deepecg_assets.parquet_frames import (
+    COLUMNS_METADATA,
+    COMPRESSION,
     OBJECT_COLUMNS_KEY,
     ParquetFrameIOManager,
     frame_from_parquet,
@@ -81,6 +85,27 @@ def test_object_columns_are_recorded_in_the_schema_not_in_a_column_list() -> Non
     assert b'"seed"' in metadata[OBJECT_COLUMNS_KEY]
 
 
+def test_only_columns_of_few_distinct_values_get_a_dictionary() -> None:
+    """Distinct texts (run directories, metrics) are stored plain; names get a dictionary."""
+    rows = 200
+    frame = pd.DataFrame(
+        {
+            "run_dir": pd.array([f"/runs/r{i}" for i in range(rows)], dtype="str"),
+            "model": pd.array([f"m{i % 3}" for i in range(rows)], dtype="str"),
+            "mtime": np.arange(rows, dtype=np.float64) / 7,
+            "seed": np.arange(rows, dtype=np.int64) % 5,
+            "checkpoint": pd.Series([None] * rows, dtype=object),
+        }
+    )
+    data = frame_to_parquet(frame)
+    pd.testing.assert_frame_equal(frame_from_parquet(data), frame, check_exact=True)
+    stored = pq.ParquetFile(io.BytesIO(data)).metadata.row_group(0)
+    columns = {stored.column(i).path_in_schema: stored.column(i) for i in range(5)}
+    dictionary = {name for name, column in columns.items() if "RLE_DICTIONARY" in column.encodings}
+    assert dictionary == {"model", "seed", "checkpoint"}
+    assert {column.compression for column in columns.values()} == {COMPRESSION.upper()}
+
+
 def test_a_column_parquet_cannot_hold_says_so() -> None:
     frame = pd.DataFrame({"mixed": pd.Series(["x", 1.5], dtype=object)})
     with pytest.raises(TypeError, match="one type per column"):
@@ -110,6 +135,22 @@ def test_property_seeds_names_and_floats_round_trip(
     back = _round_trip(frame)
     pd.testing.assert_frame_equal(back, frame)
     assert back["seed"].tolist() == seeds[:n]
+
+
+def test_columns_reads_those_columns_in_stored_order_with_their_types() -> None:
+    frame = pd.DataFrame(
+        {
+            "run_dir": ["a", "b"],
+            "seed": pd.Series([2**64 - 1, None], dtype=object),
+            "metrics": ["{}", "{}"],
+            "flag": pd.array([True, None], dtype="boolean"),
+        }
+    )
+    data = frame_to_parquet(frame)
+    back = frame_from_parquet(data, columns=["flag", "seed"])
+    pd.testing.assert_frame_equal(back, frame[["seed", "flag"]])
+    with pytest.raises(KeyError, match="no_such"):
+        frame_from_parquet(data, columns=["run_dir", "no_such"])
 
 
 DATASETS = dg.StaticPartitionsDefinition(["d1", "d2", "d3"])
@@ -258,3 +299,23 @@ def test_stored_per_dataset_paired_differences_combine_into_the_clean_flip_grid(
     ]
     combined = flip_tests_from_differences(pd.concat(stored, ignore_index=True))
     pd.testing.assert_frame_equal(combined, all_flip_tests(runs), check_exact=True)
+
+
+@dg.asset
+def wide() -> pd.DataFrame:
+    return pd.DataFrame({"dataset": ["d1", "d2"], "metrics": ["{}", "{}"], "seed": [1, 2]})
+
+
+@dg.asset(ins={"wide": dg.AssetIn(metadata={COLUMNS_METADATA: ["dataset"]})})
+def narrow_reader(wide: pd.DataFrame) -> pd.DataFrame:
+    """An input whose ``AssetIn`` names its columns gets only those."""
+    assert wide.columns.tolist() == ["dataset"]
+    return wide
+
+
+def test_an_input_that_names_its_columns_reads_only_those(tmp_path) -> None:
+    resources = {"io_manager": ParquetFrameIOManager(base_path=UPath(tmp_path))}
+    assert dg.materialize([wide, narrow_reader], resources=resources).success
+    stored = read_stored_frame(tmp_path, "narrow_reader")
+    assert stored["dataset"].tolist() == ["d1", "d2"]
+    assert read_stored_frame(tmp_path, "wide", columns=["seed"])["seed"].tolist() == [1, 2]

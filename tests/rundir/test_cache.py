@@ -413,3 +413,67 @@ def test_a_hit_holds_the_looked_up_path_and_converts_foreign_values(tmp_path: Pa
     assert type(foreign.metrics["auroc"]) is float
     encoded = RunCache.load(cache_file).read_encoded([str(run)])[0]
     assert encoded.metrics == '{"f1": NaN, "auroc": 1.0}', "encoded again, not the foreign text"
+
+
+def file_identity(path: Path) -> tuple[int, int, int]:
+    info = path.stat()
+    return info.st_ino, info.st_mtime_ns, info.st_size
+
+
+def test_a_save_of_what_the_file_holds_writes_nothing(tmp_path: Path) -> None:
+    """Loaded (or last saved) and unchanged: the file stays as it is, inode and all."""
+    root = tmp_path / "runs"
+    make(root, "a_seed0", "afib", 0)
+    make(root, "b_seed1", "afib", 1)
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    before = file_identity(cache_file)
+    cache = RunCache.load(cache_file)
+    discover_runs(root, recursive=True, reader=cache)
+    assert cache.prune_unvisited() == 0 and cache.hits == 2
+    cache.save()
+    assert file_identity(cache_file) == before, "nothing changed: nothing written"
+    cache.save(tmp_path / "elsewhere.jsonl")  # another file: written
+    assert (tmp_path / "elsewhere.jsonl").read_bytes() == cache_file.read_bytes()
+
+    make(root, "c_seed2", "afib", 2)
+    discover_runs(root, recursive=True, reader=cache)
+    cache.save()
+    assert file_identity(cache_file) != before and len(RunCache.load(cache_file)) == 3
+    written = file_identity(cache_file)
+    cache.save()
+    assert file_identity(cache_file) == written, "saved just now: not written again"
+
+    shutil.rmtree(root / "a_seed0")
+    cache = RunCache.load(cache_file)
+    discover_runs(root, recursive=True, reader=cache)
+    assert cache.prune_unvisited() == 1
+    cache.save()
+    assert len(RunCache.load(cache_file)) == 2, "a pruned entry is a change"
+
+
+def test_a_file_replaced_since_the_load_is_written_again(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    make(root, "a_seed0", "afib", 0)
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    cache = RunCache.load(cache_file)
+    discover_runs(root, recursive=True, reader=cache)
+    good = cache_file.read_bytes()
+    cache_file.write_text(good.decode("utf-8") + "damaged line\n", encoding="utf-8")
+    cache.save()
+    assert cache_file.read_bytes() == good
+    cache_file.unlink()
+    cache.save()
+    assert cache_file.read_bytes() == good
+
+
+def test_a_cache_with_damaged_lines_is_written_without_them(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    make(root, "a_seed0", "afib", 0)
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    good = cache_file.read_bytes()
+    cache_file.write_bytes(good + b"cut short\tline\n")
+    cache = RunCache.load(cache_file)
+    assert cache.damaged == 1
+    discover_runs(root, recursive=True, reader=cache)
+    cache.save()
+    assert cache_file.read_bytes() == good

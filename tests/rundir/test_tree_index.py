@@ -20,11 +20,15 @@ import shutil
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from deepecgkit.rundir import read as read_module
 from deepecgkit.rundir.cache import RunCache, scan_tree_state
 from deepecgkit.rundir.format import METRICS_FILENAME
+from deepecgkit.rundir.listing import ListingRecord
+from deepecgkit.rundir.read import discover_run_frame
 from deepecgkit.rundir.tree_index import SAFETY_WINDOW_NS, TreeIndex, indexed_tree_state
 from deepecgkit.rundir.write import write_run_directory
 
@@ -65,7 +69,11 @@ class Ticker:
             return quick.digest
         cache = RunCache.load(self.cache_file)
         state, index = indexed_tree_state(
-            self.root, recursive=self.recursive, cache=cache, safety_window_ns=WINDOW_NS
+            self.root,
+            recursive=self.recursive,
+            cache=cache,
+            safety_window_ns=WINDOW_NS,
+            previous=index,
         )
         index.save(self.index_file)
         cache.prune_unvisited()
@@ -303,6 +311,19 @@ def test_flat_roots_see_a_child_that_becomes_a_run(tmp_path: Path) -> None:
 
 #: Operations of the property test, applied to runs named by a small number.
 OPERATIONS = ("add", "add_nested", "remove", "rename", "edit", "subdir", "log", "half", "none")
+#: And those that change what a run directory's own listing holds.
+LEAF_OPERATIONS = ("nest", "unmetric")
+#: The property tests' steps: (operation, run number, settle first), and their settings.
+STEPS = st.lists(
+    st.tuples(st.sampled_from(OPERATIONS + LEAF_OPERATIONS), st.integers(0, 3), st.booleans()),
+    min_size=1,
+    max_size=6,
+)
+PROPERTY_SETTINGS = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 def apply(root: Path, operation: str, number: int) -> None:
@@ -325,22 +346,18 @@ def apply(root: Path, operation: str, number: int) -> None:
         (run / f"sub{number}").mkdir(exist_ok=True)
     elif operation == "log" and run.exists():
         (run / "train.log").write_text(f"{number}\n")
+    elif operation == "nest" and run.exists():  # a run inside a run directory
+        make(run, f"cnn_afib_inner{number}_seed{number + 10}", seed=number + 10)
+    elif operation == "unmetric":  # the directory stays, its metrics file goes
+        (run / METRICS_FILENAME).unlink(missing_ok=True)
     elif operation == "half" and not run.exists():
         run.mkdir()
         (run / METRICS_FILENAME).write_text("model,dataset,f1\ncnn,afib,0.5")
 
 
-@settings(
-    max_examples=12,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@PROPERTY_SETTINGS
 @given(
-    steps=st.lists(
-        st.tuples(st.sampled_from(OPERATIONS), st.integers(0, 3), st.booleans()),
-        min_size=1,
-        max_size=6,
-    ),
+    steps=STEPS,
     recursive=st.booleans(),
 )
 def test_property_every_tick_gives_the_full_scans_digest(
@@ -357,3 +374,124 @@ def test_property_every_tick_gives_the_full_scans_digest(
         apply(root, operation, number)
         ticker.checked()
         ticker.checked()
+
+
+# --- discovery through the index ---------------------------------------------------------
+
+
+class Discoverer:
+    """The discovery asset's scan: the last index's known listings, a run cache, a new index."""
+
+    def __init__(self, root: Path, out: Path) -> None:
+        self.root, self.index_file, self.cache_file = root, out / "tree_index.json", out / "c.jsonl"
+        self.listed: list[str] = []
+
+    def discover(self, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame, dict]:
+        index = TreeIndex.load(self.index_file, safety_window_ns=WINDOW_NS)
+        known = None if index is None else index.known_listings(self.root, recursive=True)
+        listing, cache = ListingRecord(), RunCache.load(self.cache_file)
+        entries = read_module.directory_entries
+        self.listed = []
+
+        def counted(directory: str):
+            self.listed.append(directory)
+            return entries(directory)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(read_module, "directory_entries", counted)
+            result = discover_run_frame(
+                self.root, cache=cache, recursive=True, listing=listing, known=known
+            )
+        cache.prune_unvisited()
+        cache.save(self.cache_file)
+        TreeIndex.from_discovery(listing, cache, recursive=True, safety_window_ns=WINDOW_NS).save(
+            self.index_file
+        )
+        return result
+
+    def checked(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A discovery, asserted equal to one that lists everything through a fresh cache."""
+        frame, diagnostics = self.discover(monkeypatch)
+        expected, expected_diagnostics = discover_run_frame(
+            self.root, cache=RunCache(), recursive=True
+        )
+        pd.testing.assert_frame_equal(frame, expected, check_exact=True)
+        assert diagnostics == expected_diagnostics
+        saved = TreeIndex.load(self.index_file, safety_window_ns=WINDOW_NS)
+        assert saved is not None and saved.digest == truth(self.root)
+
+
+def test_discovery_saves_the_index_a_sensor_scan_saves(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    for seed in range(3):
+        make(root, f"cnn_afib_seed{seed}", seed=seed)
+        make(root / "nested" / "ptbxl", f"cnn_ptbxl_seed{seed}", "ptbxl", seed)
+    (root / "half_seed9").mkdir()
+    (root / "half_seed9" / METRICS_FILENAME).write_text("model,dataset,f1\ncnn,afib,0.5")
+    settle()
+    listing, cache = ListingRecord(), RunCache()
+    discover_run_frame(root, cache=cache, recursive=True, listing=listing)
+    ours = TreeIndex.from_discovery(listing, cache, recursive=True, safety_window_ns=WINDOW_NS)
+    _, sensors = indexed_tree_state(root, recursive=True, safety_window_ns=WINDOW_NS)
+    ours.save(tmp_path / "ours.json")
+    sensors.save(tmp_path / "sensors.json")
+    assert (tmp_path / "ours.json").read_bytes() == (tmp_path / "sensors.json").read_bytes()
+    assert ours.summary().pending == (str(root / "half_seed9"),)
+
+
+def test_an_unchanged_settled_tree_lists_no_run_directory(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "runs"
+    for seed in range(4):
+        make(root, f"cnn_afib_seed{seed}", seed=seed)
+    (root / "cnn_afib_seed0" / "checkpoints").mkdir()  # not a leaf: listed every time
+    discoverer = Discoverer(root, tmp_path / "out")
+    settle()
+    discoverer.checked(monkeypatch)
+    assert len(discoverer.listed) == 6, "no index yet: every directory is listed"
+    discoverer.checked(monkeypatch)
+    assert sorted(discoverer.listed) == [str(root), str(root / "cnn_afib_seed0")]
+    make(root, "cnn_afib_seed7", seed=7)
+    discoverer.checked(monkeypatch)
+    assert str(root / "cnn_afib_seed7") in discoverer.listed
+    settle()
+    discoverer.checked(monkeypatch)
+    for operation in LEAF_OPERATIONS:  # each moves the run directory's change time
+        apply(root, operation, 1)
+        discoverer.checked(monkeypatch)
+        assert str(root / "cnn_afib_seed1") in discoverer.listed
+
+
+def test_known_listings_are_empty_for_other_roots_or_a_flat_scan(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    make(root, "cnn_afib_seed0")
+    settle()
+    listing, cache = ListingRecord(), RunCache()
+    discover_run_frame(root, cache=cache, recursive=True, listing=listing)
+    index = TreeIndex.from_discovery(listing, cache, recursive=True, safety_window_ns=WINDOW_NS)
+    assert index.known_listings(root, recursive=True) == {
+        str(root / "cnn_afib_seed0"): (listing.stamps[-1], True)
+    }
+    assert index.known_listings(root, recursive=False) == {}
+    assert index.known_listings([root, tmp_path], recursive=True) == {}
+
+
+@PROPERTY_SETTINGS
+@given(
+    steps=STEPS,
+)
+def test_property_discovery_through_the_index_equals_a_full_listing(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, steps
+) -> None:
+    """Additions, deletions, renames, in-place edits, new subdirectories, half-written runs."""
+    base = tmp_path_factory.mktemp("tree")
+    root = base / "runs"
+    make(root, "cnn_afib_seed0")
+    make(root, "cnn_afib_seed1", seed=1)
+    discoverer = Discoverer(root, base / "out")
+    settle()
+    discoverer.checked(monkeypatch)
+    for operation, number, wait in steps:
+        if wait:
+            settle()
+        apply(root, operation, number)
+        discoverer.checked(monkeypatch)

@@ -205,3 +205,117 @@ def test_resolved_paths_equal_realpath(tmp_path: Path) -> None:
         Path("relative/run"),
     ]
     assert report._resolved_paths(paths) == [os.path.realpath(p) for p in paths]
+
+
+class Listings:
+    """The run directories the identity contract lists, by name."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.listed: list[str] = []
+        entry_names = identity._entry_names
+
+        def counting_entry_names(directory: str):
+            self.listed.append(Path(directory).name)
+            return entry_names(directory)
+
+        monkeypatch.setattr(identity, "_entry_names", counting_entry_names)
+
+
+def test_a_directory_that_kept_its_signature_is_not_listed(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    first = _build(runs, out)
+    listings = Listings(monkeypatch)
+    again = _build(runs, out)
+    assert listings.listed == [] and again.manifest == first.manifest
+    # A new entry (of any name) changes the directory's signature: listed, the memo
+    # (whose files are unchanged) still recalled, and the new signature kept.
+    (runs / "cnn_afib_seed1" / "notes.txt").write_text("a note\n")
+    reads = Reads(monkeypatch)
+    third = _build(runs, out)
+    assert listings.listed == ["cnn_afib_seed1"] and reads.files == []
+    assert third.manifest == first.manifest
+    listings.listed.clear()
+    _build(runs, out)
+    assert listings.listed == []
+    _equals_clean(runs, tmp_path, monkeypatch)
+
+
+def test_predictions_added_beside_an_unchanged_memo_are_found(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    _build(runs, out)
+    bare = runs / "cnn_afib_seed1"
+    # Written in place under its final name (no rename), then the directory's times
+    # put back: only its ctime still tells, and the directory is listed again.
+    before = bare.stat()
+    (bare / "predictions.csv").write_bytes(
+        (runs / "cnn_afib_seed0" / "predictions.csv").read_bytes()
+    )
+    os.utime(bare, ns=(before.st_atime_ns, before.st_mtime_ns))
+    listings = Listings(monkeypatch)
+    again = _build(runs, out)
+    assert listings.listed == ["cnn_afib_seed1"]
+    run_rows = again.exclusions.query("scope == 'run'")
+    assert "no_predictions" not in set(run_rows["reason"])
+    _equals_clean(runs, tmp_path, monkeypatch)
+
+
+def test_common_path_equals_commonpath(tmp_path: Path) -> None:
+    cases = [
+        ["/a/b/run1", "/a/b/run2", "/a/c/run3"],
+        ["/a/b/run1"],
+        ["/a/b", "/a/b/nested"],  # a run directory inside another
+        ["/a/b/x", "/a/b/x", "/a/b/x"],
+        ["/x", "/y"],
+        ["/", "/a"],
+        ["/a//b/run", "/a/b/./run2"],
+        ["/a/b", "/a/b-x", "/a/b/z"],  # a character below "/" between them
+        ["/a/bc", "/a/bd"],
+        ["/a/b", "/a/bc"],
+        ["/a/b/c", "/a/b/c/d", "/a/b/c/e"],
+    ]
+    for paths in cases:
+        assert report._common_path(paths) == os.path.commonpath(paths), paths
+
+
+def test_plain_absolute_is_a_path_normpath_keeps() -> None:
+    """Only paths normpath keeps (with a name) pass; "//a" (normpath keeps it) goes the long way."""
+    texts = [
+        "/a/b",
+        "/a",
+        "/",
+        "//a",
+        "/a/",
+        "/a/./b",
+        "/a/../b",
+        "/a/.",
+        "/a/..",
+        "a/b",
+        "/.a/b..",
+    ]
+    passed = [text for text in texts if report._plain_absolute(text)]
+    assert passed == ["/a/b", "/a", "/.a/b.."]
+    for text in passed:
+        assert os.path.normpath(text) == text and os.path.basename(text) not in ("", ".", "..")
+
+
+def test_the_returned_manifest_is_the_file_and_its_figures_are_found_without_a_full_parse(
+    runs: Path, tmp_path: Path
+) -> None:
+    import json
+
+    from deepecgkit.statistical_report.manifest import listed_figures
+
+    result = _build(runs, tmp_path / "out", plots=True)
+    data = (tmp_path / "out" / "manifest.json").read_bytes()
+    written = json.loads(data)
+    assert result.manifest == written and list(result.manifest) == list(written)
+    assert written["figures"] and listed_figures(data) == written["figures"]
+    # Another layout (no line starting '  "figures": ') is parsed whole.
+    assert listed_figures(json.dumps(written).encode()) == written["figures"]
+    assert listed_figures(b'{"figures": 3}') == []
+    with pytest.raises(ValueError):
+        listed_figures(b'{"figures": [')

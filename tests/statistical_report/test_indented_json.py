@@ -90,3 +90,39 @@ def test_manifest_bytes_are_those_of_json_text(extra: dict[str, object]) -> None
         **extra,
     }
     assert manifest_bytes(manifest) == json_text(manifest, ensure_ascii=False).encode("utf-8")
+
+
+#: The kinds of value a column of records holds (a column holds one kind; floats are a
+#: kind written item by item).
+_RECORD_KINDS = (
+    st.none(),
+    st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.none(),
+    st.text(max_size=6) | st.none(),
+    st.lists(st.text(max_size=4), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=3),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.lists(st.integers(0, 3), max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.text(max_size=4), min_size=1, max_size=4, unique=True),
+    data=st.data(),
+    ensure_ascii=st.booleans(),
+)
+def test_lists_of_records_are_written_as_json_dumps_writes_them(
+    keys: list[str], data: st.DataObject, ensure_ascii: bool
+) -> None:
+    """Records that share their keys go column by column; the text is json's all the same."""
+    kinds = {key: data.draw(st.sampled_from(_RECORD_KINDS)) for key in keys}
+    records = data.draw(
+        st.lists(
+            st.fixed_dictionaries(kinds),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    value = {"runs": records, "other": [*records, {"different": 1}]}
+    expected = json.dumps(value, indent=2, ensure_ascii=ensure_ascii, allow_nan=False)
+    assert indented_json(value, ensure_ascii=ensure_ascii) == expected

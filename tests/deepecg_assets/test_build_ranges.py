@@ -1,0 +1,79 @@
+"""The build's dataset ranges: how the partitions are cut into runs, and that cutting changes
+nothing the build writes."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from hypothesis import given, strategies as st
+
+from deepecg_assets.build import dataset_ranges, failure_lines, materialize_everything
+from deepecg_assets.resources import BUNDLED_CORPUS
+from tests.deepecg_assets.output_trees import tree_bytes
+
+MODELS = ("logreg-features", "resnet1d")
+DATASETS = ("synthetic-bradycardia", "synthetic-irregular-rr", "synthetic-long-pr")
+SEEDS = range(1, 4)
+
+
+def test_ranges_fill_up_to_the_budget_and_never_split_a_dataset() -> None:
+    runs = {"a": 3, "b": 4, "c": 9, "d": 1, "e": 1}
+    assert dataset_ranges(list("abcde"), runs, runs_per_range=7) == [["a", "b"], ["c"], ["d", "e"]]
+    assert dataset_ranges(list("abcde"), runs, runs_per_range=100) == [list("abcde")]
+    assert dataset_ranges([], runs, runs_per_range=7) == []
+    assert dataset_ranges(["x", "a"], runs, runs_per_range=3) == [["x", "a"]], "unknown: empty"
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=50), max_size=30),
+    st.integers(min_value=1, max_value=60),
+)
+def test_ranges_keep_the_order_and_each_is_within_the_budget_or_one_dataset(
+    sizes: list[int], budget: int
+) -> None:
+    order = [f"k{i}" for i in range(len(sizes))]
+    runs = dict(zip(order, sizes, strict=True))
+    ranges = dataset_ranges(order, runs, runs_per_range=budget)
+    assert [key for keys in ranges for key in keys] == order
+    for keys in ranges:
+        assert len(keys) == 1 or sum(runs[key] for key in keys) <= budget
+    for first, second in itertools.pairwise(ranges):
+        # Greedy: the next range's first dataset did not fit into this one.
+        assert sum(runs[key] for key in first) + runs[second[0]] > budget
+
+
+def _corpus(root: Path) -> Path:
+    runs = root / "runs"
+    for model in MODELS:
+        for dataset in DATASETS:
+            for seed in SEEDS:
+                name = f"{model}_{dataset}_seed{seed}"
+                shutil.copytree(BUNDLED_CORPUS / name, runs / name)
+    return runs
+
+
+def _build(runs: Path, output: Path, **options: int) -> list[str]:
+    """The run ids of a build of ``runs`` into ``output`` on an in-memory instance."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DEEPECG_RUNS", str(runs))
+        patch.setenv("DEEPECG_OUTPUT", str(output))
+        with dg.DagsterInstance.ephemeral() as instance:
+            result = materialize_everything(
+                instance, verbose=False, stream=io.StringIO(), **options
+            )
+    assert result.success, "; ".join(failure_lines(result)[0])
+    return result.run_ids
+
+
+def test_a_build_in_one_run_per_dataset_writes_what_the_two_run_build_writes(tmp_path) -> None:
+    runs = _corpus(tmp_path)
+    whole = _build(runs, tmp_path / "whole")
+    ranged = _build(runs, tmp_path / "ranged", runs_per_range=len(MODELS) * len(SEEDS))
+    assert len(whole) == 2
+    assert len(ranged) == 1 + len(DATASETS)
+    assert tree_bytes(tmp_path / "ranged") == tree_bytes(tmp_path / "whole")

@@ -1,0 +1,101 @@
+"""The asset checks called directly on small frames (the platform tests run them in builds)."""
+
+import dagster as dg
+import pandas as pd
+from upath import UPath
+
+from deepecg_assets.checks import (
+    FLIP_GRID_CHECKS,
+    bimodal_cells,
+    flip_grid_checks,
+    no_bimodal_cells,
+)
+from deepecg_assets.parquet_frames import ParquetFrameIOManager
+from deepecg_assets.resources import AnalysisSettings
+
+#: Eight seeds in two regimes 0.78 apart: a bimodal cell.
+TWO_REGIMES = [0.9, 0.91, 0.9, 0.1, 0.12, 0.11, 0.9, 0.1]
+
+
+def _runs(dataset: str, model: str, values: list[float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "run_dir": [f"{dataset}/{model}/{seed}" for seed in range(len(values))],
+            "model": model,
+            "dataset": dataset,
+            "seed": range(len(values)),
+            "averaging": "macro",
+            "metric": "f1",
+            "value": values,
+        }
+    )
+
+
+def test_bimodal_cells_of_each_partition_equal_those_of_the_joined_frame() -> None:
+    # Partition keys sort the other way round from the datasets they hold.
+    first = pd.concat([_runs("b_set", "m1", TWO_REGIMES), _runs("b_set", "m2", [0.5] * 8)])
+    second = pd.concat([_runs("a_set", "m3", TWO_REGIMES), _runs("a_set", "m1", TWO_REGIMES)])
+    partitions = {"k1": first.reset_index(drop=True), "k2": second.reset_index(drop=True)}
+
+    result = no_bimodal_cells(
+        aggregates={}, reconciled_runs=partitions, analysis=AnalysisSettings()
+    )
+
+    expected = bimodal_cells(pd.concat(partitions.values(), ignore_index=True), "f1")
+    assert [(c["dataset"], c["model"]) for c in expected] == [
+        ("a_set", "m1"),
+        ("a_set", "m3"),
+        ("b_set", "m1"),
+    ]
+    assert not result.passed
+    assert result.metadata["cells"].value == expected
+
+
+def _grid() -> pd.DataFrame:
+    """Two flip rows: one supported that survives the FDR, one untestable without correction."""
+    return pd.DataFrame(
+        {
+            "model_a": ["a", "a"],
+            "model_b": ["b", "c"],
+            "dataset_1": ["d1", "d1"],
+            "dataset_2": ["d2", "d2"],
+            "verdict": ["supported", "untestable"],
+            "reason": ["", "too few seeds"],
+            "survives_fdr": [True, False],
+            "fdr_method": ["by", "by"],
+            "correction_applied_1": ["nadeau-bengio", "unavailable"],
+            "correction_applied_2": ["nadeau-bengio", "nadeau-bengio"],
+            "correction_note_1": ["", "split sizes unknown"],
+            "correction_note_2": ["", ""],
+        }
+    )
+
+
+@dg.asset(name="flip_grid")
+def small_flip_grid() -> pd.DataFrame:
+    return _grid()
+
+
+def _evaluations(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def test_the_flip_grid_checks_run_together_or_one_alone(tmp_path) -> None:
+    resources = {"io_manager": ParquetFrameIOManager(base_path=UPath(tmp_path))}
+    every = dg.materialize([small_flip_grid, flip_grid_checks], resources=resources)
+    evaluations = _evaluations(every)
+    assert sorted(evaluations) == sorted(name for name, _, _ in FLIP_GRID_CHECKS)
+    assert not evaluations["no_untestable_flips"].passed
+    assert evaluations["supported_flips_survive_fdr"].passed
+    assert not evaluations["flips_nadeau_bengio_applied"].passed
+    assert evaluations["flips_nadeau_bengio_applied"].metadata["unavailable"].value == 1
+
+    alone = dg.materialize(
+        [small_flip_grid, flip_grid_checks],
+        resources=resources,
+        selection=dg.AssetSelection.checks(
+            dg.AssetCheckKey(dg.AssetKey("flip_grid"), "supported_flips_survive_fdr")
+        ),
+    )
+    assert alone.success
+    assert list(_evaluations(alone)) == ["supported_flips_survive_fdr"]
