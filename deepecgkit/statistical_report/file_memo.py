@@ -122,7 +122,7 @@ def memo_entry(
     }
 
 
-def unchanged_memo(entry: dict[str, Any], facts: MemoFacts, directory: list[int] | None) -> bool:
+def unchanged_memo(entry: dict[str, Any], facts: MemoFacts, *, directory: list[int] | None) -> bool:
     """Whether a recalled memo is already the one :func:`memo_entry` would make of ``facts``.
 
     ``entry`` must have passed :func:`recalled_facts`, so its files are the

@@ -405,7 +405,7 @@ def _recall(
     run.files, run.verdict = files, verdict
     run.memo = (
         memo
-        if unchanged_memo(memo, facts, directory)
+        if unchanged_memo(memo, facts, directory=directory)
         else memo_entry(
             {key: (value[0], value[1:]) for key, value in memo["files"].items()},
             facts,

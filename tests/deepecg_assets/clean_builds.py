@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
 
-from deepecg_assets.build import failure_lines, materialize_everything
+from deepecg_assets.build import BuildResult, failure_lines, materialize_everything
 
 
 def build_from_scratch(runs: Path, output: Path, *, home: Path | None = None) -> Path:
@@ -30,6 +31,15 @@ def build_from_scratch(runs: Path, output: Path, *, home: Path | None = None) ->
     in-memory one. The platform's ``DEEPECG_*`` variables are set only while
     the build runs. Fails the test, naming the failed steps, if a step fails.
     """
+    clean_build(runs, output, home=home)
+    return output
+
+
+def clean_build(
+    runs: Path, output: Path, *, home: Path | None = None, **options: Any
+) -> BuildResult:
+    """:func:`build_from_scratch`'s build, with ``materialize_everything``'s ``options``;
+    its result."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DEEPECG_RUNS", str(runs))
         patch.setenv("DEEPECG_OUTPUT", str(output))
@@ -40,6 +50,8 @@ def build_from_scratch(runs: Path, output: Path, *, home: Path | None = None) ->
             home.mkdir(parents=True)
             opened = dg.instance_for_test(temp_dir=str(home))
         with opened as instance:
-            result = materialize_everything(instance, verbose=False, stream=io.StringIO())
+            result = materialize_everything(
+                instance, verbose=False, stream=io.StringIO(), **options
+            )
     assert result.success, "the clean build failed: " + "; ".join(failure_lines(result)[0])
-    return output
+    return result
