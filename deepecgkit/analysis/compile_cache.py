@@ -56,7 +56,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from deepecgkit.analysis.latex import compile_table_run, is_long_table, standalone_document
+from deepecgkit.analysis.latex import (
+    LONG_TABLE_BODY_START,
+    LONG_TABLE_END,
+    compile_table_run,
+    is_long_table,
+    standalone_document,
+)
 from deepecgkit.io import atomic_write_json
 
 __all__ = [
@@ -82,8 +88,6 @@ _DEFAULT_TIMEOUT = 60.0
 #: on 16 they would keep every core busy for three rounds, where 10,000 lines (24
 #: pieces) would leave the second of two rounds half empty.
 CHUNK_LINES = 5_000
-_BODY_START = r"\endlastfoot"
-_BODY_END = r"\end{longtable}"
 
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
@@ -173,8 +177,8 @@ def long_table_chunks(table: str, *, lines: int = CHUNK_LINES) -> list[tuple[str
         return [(table, "")]
     text = table.split("\n")
     try:
-        start = text.index(_BODY_START) + 1
-        end = len(text) - 1 - text[::-1].index(_BODY_END)
+        start = text.index(LONG_TABLE_BODY_START) + 1
+        end = len(text) - 1 - text[::-1].index(LONG_TABLE_END)
     except ValueError:
         return [(table, "")]
     body = text[start:end]

@@ -280,6 +280,10 @@ UNICODE_ENGINES = ("lualatex", "xelatex")
 #: pages, so a longer one would run off its page even where it compiles.
 LONG_TABLE_ROWS = 50
 LONG_TABLE_BEGIN = r"\begin{longtable}"
+#: The line a long table's body starts after, and the line it ends before (the body is
+#: one row, rule or note per line; :mod:`deepecgkit.analysis.compile_cache` cuts it there).
+LONG_TABLE_BODY_START = r"\endlastfoot"
+LONG_TABLE_END = r"\end{longtable}"
 #: The comment a long table starts with: a paper's preamble must load the package.
 LONG_TABLE_COMMENT = r"This table spans pages: load \usepackage{longtable} (and booktabs)."
 
@@ -618,9 +622,9 @@ def _long_table_lines(
         r"\midrule",
         r"\endhead",
         r"\bottomrule",
-        r"\endlastfoot",
+        LONG_TABLE_BODY_START,
         *rows,
-        r"\end{longtable}",
+        LONG_TABLE_END,
         r"\endgroup",
     ]
     return lines
