@@ -237,10 +237,8 @@ def table(rows: list[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
     with None.
     """
     frame = pd.DataFrame(rows, columns=list(columns))
-    frame = frame.astype({name: kind for name, kind in columns.items() if name != SEED_COLUMN})
-    if SEED_COLUMN in columns:
-        frame[SEED_COLUMN] = exact_int_array([row.get(SEED_COLUMN) for row in rows])
-    return frame
+    seeds = [row.get(SEED_COLUMN) for row in rows] if SEED_COLUMN in columns else []
+    return _typed(frame, columns, seeds)
 
 
 def column_table(values: dict[str, list[Any]], columns: dict[str, str]) -> pd.DataFrame:
@@ -250,9 +248,14 @@ def column_table(values: dict[str, list[Any]], columns: dict[str, str]) -> pd.Da
     per row (100,000 excluded runs at 100,000 runs).
     """
     frame = pd.DataFrame({name: values[name] for name in columns}, columns=list(columns))
+    return _typed(frame, columns, values.get(SEED_COLUMN, []))
+
+
+def _typed(frame: pd.DataFrame, columns: dict[str, str], seeds: list[Any]) -> pd.DataFrame:
+    """``frame`` with the dtypes of ``columns``, its seeds (when a column) as exact integers."""
     frame = frame.astype({name: kind for name, kind in columns.items() if name != SEED_COLUMN})
     if SEED_COLUMN in columns:
-        frame[SEED_COLUMN] = exact_int_array(values[SEED_COLUMN])
+        frame[SEED_COLUMN] = exact_int_array(seeds)
     return frame
 
 
