@@ -285,10 +285,11 @@ def _compile_check(
     (:func:`~deepecg_assets.assets.tables.compile_cache`) when a picture's
     drawing or an earlier check settled them for the same text and engine;
     the rest are compiled concurrently and stored. A long table (the flip
-    table of a large sweep) is compiled as pieces of its body, concurrently,
-    each cached by its own text, and fails when one piece fails, naming that
-    piece's body lines (:func:`~deepecgkit.analysis.compile_cache.long_table_chunks`
-    says why the whole compiles when every piece does). Without ``output_folder``
+    table of a large sweep) is compiled as one body line of each form, in
+    pieces, concurrently, each cached by its own text, and fails when one
+    piece fails, naming the body lines it spans
+    (:func:`~deepecgkit.analysis.compile_cache.check_pieces`; the module says
+    why the whole compiles when every piece does). Without ``output_folder``
     nothing is looked up or stored. A stored failure fails the
     check with the LaTeX error lines it was stored with.
     """
