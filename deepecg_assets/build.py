@@ -38,6 +38,8 @@ from typing import Any, TextIO
 
 import dagster as dg
 import pandas as pd
+from dagster._core.definitions.job_base import InMemoryJob
+from dagster._core.execution.execute_in_process import core_execute_in_process, merge_run_tags
 from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
@@ -281,12 +283,34 @@ def _execute(
     selection: dg.AssetSelection,
     tags: dict[str, str] | None = None,
 ) -> dg.ExecuteInProcessResult:
-    return job.execute_in_process(
-        instance=instance,
+    """One run of ``selection``, in this process: ``job.execute_in_process`` without its memory.
+
+    ``JobDefinition.execute_in_process`` keeps every output of every step in
+    its result (so that ``output_for_node`` can return it): at 100,000 runs
+    that is every dataset's frames, held until the build ends. The build
+    reads its outputs from storage, not from the result, so it runs the same
+    in-process execution with output capture off (Dagster's
+    ``core_execute_in_process``, what ``execute_in_process`` calls; dagster is
+    pinned to one version in pyproject.toml). Events, materialisations and
+    check evaluations are in the result as before.
+    """
+    keys = sorted(selection.resolve(defs.resolve_asset_graph()))
+    ephemeral = job.as_ephemeral_job(resource_defs={}, input_values={}, asset_selection=keys)
+    return core_execute_in_process(
+        job=InMemoryJob(job_def=ephemeral),
         run_config=run_config,
+        instance=instance,
+        output_capturing_enabled=False,
         raise_on_error=False,
-        asset_selection=sorted(selection.resolve(defs.resolve_asset_graph())),
-        tags=tags,
+        run_tags=merge_run_tags(
+            job_def=job,
+            partition_key=None,
+            tags=tags,
+            asset_selection=keys,
+            instance=instance,
+            run_config=run_config,
+        ),
+        asset_selection=frozenset(keys),
     )
 
 
