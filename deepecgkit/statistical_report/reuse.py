@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deepecgkit.io import UnreadableFileError, atomic_write_bytes, json_ready, read_regular_file
@@ -75,7 +76,7 @@ from deepecgkit.statistical_report.identity import (
     RunInput,
     content_key,
 )
-from deepecgkit.statistical_report.memo_table import memos_from_table, memos_table
+from deepecgkit.statistical_report.memo_table import MemoRows, memos_table
 from deepecgkit.statistical_report.tables import (
     LEVEL_METRICS_COLUMNS,
     MCNEMAR_COLUMNS,
@@ -404,14 +405,19 @@ class ReportCache:
     """The entries of one report's cache: run, pair, figure and content keys to entries.
 
     ``files`` holds the file memo of each run directory, by its resolved path
-    (kept in ``report_memos.parquet`` beside the cache file).
+    (kept in ``report_memos.parquet`` beside the cache file): a loaded
+    cache's are a :class:`~deepecgkit.statistical_report.memo_table.MemoRows`
+    (built per run only when asked for), a new cache's are the memos made
+    now, and ``carried`` the rows of an earlier memo table kept as they are
+    (the memos of the runs recalled as columns), written beside them.
     """
 
     runs: dict[str, Any] = field(default_factory=dict)
     pairs: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     contents: dict[str, Any] = field(default_factory=dict)
-    files: dict[str, Any] = field(default_factory=dict)
+    files: Mapping[str, Any] = field(default_factory=dict)
+    carried: pa.Table | None = None
 
     @classmethod
     def load(cls, path: Path, bound_to: Mapping[str, Any]) -> ReportCache:
@@ -465,7 +471,7 @@ class ReportCache:
             "contents": self.contents,
         }
         text = json.dumps(payload, sort_keys=True, allow_nan=True, separators=(",", ":"))
-        _save_memos(path.with_name(MEMOS_FILENAME), self.files, bound_to)
+        _save_memos(path.with_name(MEMOS_FILENAME), self.files, bound_to, carried=self.carried)
         return write_changed(
             path, gzip.compress(text.encode("ascii"), compresslevel=_GZIP_LEVEL, mtime=_GZIP_MTIME)
         )
@@ -475,14 +481,15 @@ def _environment_text(bound_to: Mapping[str, Any]) -> bytes:
     return json.dumps(dict(bound_to), sort_keys=True).encode("utf-8")
 
 
-def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> dict[str, Any]:
+def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> MemoRows:
     """The memos of the memo table at ``path``; none when it is absent, damaged or foreign."""
+    none = MemoRows.empty(names=_MEMO_NAMES)
     try:
         data, _ = read_regular_file(path)
     except UnreadableFileError as exc:
         if path.exists() or path.is_symlink():
             logger.warning("report memos %s ignored: %s", path, exc.reason)
-        return {}
+        return none
     try:
         reader = pq.ParquetFile(pa.BufferReader(data))
         bound = (reader.schema_arrow.metadata or {}).get(_MEMOS_ENVIRONMENT_KEY)
@@ -490,26 +497,44 @@ def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> dict[str, Any]:
         table = reader.read() if bound == _environment_text(bound_to) else None
     except (pa.ArrowException, OSError, ValueError):
         logger.warning("report memos %s are damaged; every run is read again", path)
-        return {}
+        return none
     if table is None:
         logger.info(
             "report memos %s were written by another program or version of the library; "
             "every run is read again",
             path,
         )
-        return {}
+        return none
     try:
-        return memos_from_table(table, names=_MEMO_NAMES)
+        return MemoRows(table, names=_MEMO_NAMES)
     except (ValueError, TypeError, pa.ArrowException):
         logger.warning("report memos %s are damaged; every run is read again", path)
-        return {}
+        return none
 
 
-def _save_memos(path: Path, memos: Mapping[str, Any], bound_to: Mapping[str, Any]) -> Path:
-    """Write the memo table atomically (Parquet, the environment in its schema metadata)."""
+def _save_memos(
+    path: Path,
+    memos: Mapping[str, Any],
+    bound_to: Mapping[str, Any],
+    *,
+    carried: pa.Table | None = None,
+) -> Path:
+    """Write the memo table atomically (Parquet, the environment in its schema metadata).
+
+    ``carried`` rows (of an earlier table, as they are) join the rows of
+    ``memos``, sorted by run directory with them, so the file is the one a
+    build that made every memo now writes. They are dropped when a memo of
+    ``memos`` did not fit a column (then, as on a clean build, none is kept).
+    """
     table, left_out = memos_table(memos, names=_MEMO_NAMES)
     if left_out:
         logger.info("%d file memos not kept (they do not fit the memo table)", left_out)
+    overflowed = table.num_rows == 0 and left_out and left_out == len(memos)
+    if carried is not None and carried.num_rows and not overflowed:
+        carried = carried.filter(pc.invert(pc.is_in(carried["run_dir"], table["run_dir"])))
+        table = pa.concat_tables([carried, table.replace_schema_metadata(None)])
+        # Arrow orders text by its UTF-8 bytes, which is Python's order of the code points.
+        table = table.take(pc.sort_indices(table["run_dir"])).combine_chunks()
     table = table.replace_schema_metadata({_MEMOS_ENVIRONMENT_KEY: _environment_text(bound_to)})
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
@@ -537,6 +562,10 @@ class RowReuse:
         self.run_keys: dict[str, str] = {}
         self.reused_runs = self.computed_runs = 0
         self.reused_pairs = self.computed_pairs = 0
+
+    def carry_memos(self, memos: pa.Table) -> None:
+        """Keep these rows of the previous memo table as they are (runs recalled as columns)."""
+        self.kept.carried = memos
 
     def keep_verdicts(self, runs: Sequence[RunInput]) -> None:
         """Keep the predictions verdict and the file memo of every run that has one.
