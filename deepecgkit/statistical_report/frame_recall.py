@@ -233,7 +233,6 @@ def recall_unchanged(
         memos: the previous build's memo table.
         records: the caller's records in ``run_dirs`` order, or None.
     """
-    n = len(run_dirs)
     rows = memos.rows_of(run_dirs)
     chosen = np.flatnonzero(rows >= 0)
     if not len(chosen):
@@ -258,7 +257,7 @@ def recall_unchanged(
             mtimes = np.array([0.0 if i is None else i.st_mtime for i in infos], dtype=np.float64)
         mtimes = mtimes[keep]
         chosen = chosen[keep]
-    return _recalled(chosen, rows[chosen], mtimes, memos, records, n_runs=n)
+    return _recalled(chosen, rows[chosen], mtimes, memos, records)
 
 
 def _memo_ints(texts: list[str | None]) -> list[int | None] | None:
@@ -275,8 +274,6 @@ def _recalled(
     mtimes: np.ndarray,
     memos: MemoRows,
     records: RunColumns | None,
-    *,
-    n_runs: int,
 ) -> Recalled:
     """:class:`Recalled` of the runs whose files all kept their memo's signatures."""
     model, dataset = memos.texts("model", rows), memos.texts("dataset", rows)
@@ -290,47 +287,81 @@ def _recalled(
         decoded = {text: json.loads(text) for text in {*metadata_texts, *split_texts} - {None}}
     except ValueError:
         return Recalled.none()
-    keep = [
-        type(m) is str
-        and type(d) is str
-        and (meta is None or type(decoded[meta]) is dict)
-        and (split is None or type(decoded[split]) is dict)
-        for m, d, meta, split in zip(model, dataset, metadata_texts, split_texts, strict=True)
-    ]
+    keep = np.array(
+        [
+            type(m) is str
+            and type(d) is str
+            and (meta is None or type(decoded[meta]) is dict)
+            and (split is None or type(decoded[split]) is dict)
+            for m, d, meta, split in zip(model, dataset, metadata_texts, split_texts, strict=True)
+        ],
+        dtype=bool,
+    )
     if records is not None:
-        # A record whose metrics mtime holds gives the facts; they must be the memo's.
-        held = (records.mtime[chosen] == mtimes).tolist()
-        for index, position in enumerate(chosen.tolist()):
-            if held[index] and keep[index]:
-                keep[index] = (
-                    records.model[position] == model[index]
-                    and records.dataset[position] == dataset[index]
-                    and records.seed[position] == seed[index]
-                    and records.returncode[position] == returncode[index]
-                )
-    kept = np.array(keep, dtype=bool)
-    picked = np.flatnonzero(kept).tolist()
-
-    def pick(values: list) -> list:
-        return [values[i] for i in picked]
-
-    model, dataset, seed, returncode = pick(model), pick(dataset), pick(seed), pick(returncode)
-    metadata = [None if text is None else decoded[text] for text in pick(metadata_texts)]
-    reasons, details = [], []
-    fingerprints: dict[tuple[str, str], Counter[str]] = {}
-    for m, d, code, meta in zip(model, dataset, returncode, metadata, strict=True):
-        if code is not None and code != 0:
-            error = (meta or {}).get("error")
-            reasons.append(FAILED_RUN)
-            details.append(f"returncode {code}" + (f": {error}" if isinstance(error, str) else ""))
-            continue
-        reasons.append(NO_PREDICTIONS)
-        details.append(_NO_PREDICTIONS_DETAIL)
-        fingerprint = (meta or {}).get("params_fingerprint")
-        if isinstance(fingerprint, str) and fingerprint:
-            fingerprints.setdefault((m, d), Counter())[fingerprint] += 1
-    rows = rows[kept]
+        # A record whose metrics mtime holds gives the facts; they must be the memo's
+        # (compared as object arrays: one Python == per value, in C loops).
+        held = records.mtime[chosen] == mtimes
+        for given, recalled in (
+            (records.model, model),
+            (records.dataset, dataset),
+            (records.seed, seed),
+            (records.returncode, returncode),
+        ):
+            same = _objects(given)[chosen] == _objects(recalled)
+            keep &= ~held | same.astype(bool)
+    picked = np.flatnonzero(keep)
+    model, dataset = _objects(model)[picked].tolist(), _objects(dataset)[picked].tolist()
+    seed, returncode = _objects(seed)[picked].tolist(), _objects(returncode)[picked].tolist()
+    texts = _objects(metadata_texts)[picked].tolist()
+    reasons, details, fingerprints = _outcomes(model, dataset, returncode, texts, decoded)
+    rows = rows[keep]
     hashes = {name: memos.texts(f"{name}:sha256", rows) for name in HASHED_FILES}
     return Recalled(
-        chosen[kept], rows, reasons, details, model, dataset, seed, hashes, fingerprints
+        chosen[keep], rows, reasons, details, model, dataset, seed, hashes, fingerprints
     )
+
+
+def _objects(values: list) -> np.ndarray:
+    """``values`` as a 1-d object array (the very objects; lists are not taken apart)."""
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _outcomes(
+    model: list[str],
+    dataset: list[str],
+    returncode: list[int | None],
+    metadata_texts: list[str | None],
+    decoded: dict[str, dict],
+) -> tuple[list[str], list[str], dict[tuple[str, str], Counter[str]]]:
+    """Each recalled run's exclusion (check 2, else 3) and the fingerprints of those not failed.
+
+    Only a failed run costs Python of its own (its detail names its code and
+    error); the others share one reason and detail, and their fingerprints
+    are counted by one ``Counter`` over (model, dataset, fingerprint).
+    """
+    failed = [code is not None and code != 0 for code in returncode]
+    reasons = [NO_PREDICTIONS] * len(model)
+    details = [_NO_PREDICTIONS_DETAIL] * len(model)
+    for index in (i for i, is_failed in enumerate(failed) if is_failed):
+        error = (decoded.get(metadata_texts[index]) or {}).get("error")
+        reasons[index] = FAILED_RUN
+        details[index] = f"returncode {returncode[index]}" + (
+            f": {error}" if isinstance(error, str) else ""
+        )
+    of_text = {None: None}
+    for text, metadata in decoded.items():
+        fingerprint = metadata.get("params_fingerprint") if type(metadata) is dict else None
+        of_text[text] = fingerprint if isinstance(fingerprint, str) and fingerprint else None
+    counted = Counter(
+        (m, d, fp)
+        for m, d, fp, is_failed in zip(
+            model, dataset, map(of_text.get, metadata_texts), failed, strict=True
+        )
+        if fp is not None and not is_failed
+    )
+    fingerprints: dict[tuple[str, str], Counter[str]] = {}
+    for (m, d, fingerprint), count in sorted(counted.items()):
+        fingerprints.setdefault((m, d), Counter())[fingerprint] = count
+    return reasons, details, fingerprints

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from functools import cache
-from itertools import chain
+from itertools import chain, repeat
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any
 
@@ -99,21 +99,38 @@ class ColumnRecords(Sequence[dict[str, Any]]):
 
 
 def _object_texts(
-    items: dict[str, list[str | None]], depth: int, strings: Callable[[str], str]
+    items: dict[str, list[str | None]],
+    depth: int,
+    strings: Callable[[str], str],
+    *,
+    length: int,
 ) -> list[str]:
     """The JSON of each flat text object of a :class:`ColumnRecords` object column at ``depth``.
 
     What :func:`_column_texts` writes for the dicts these columns stand for.
+    When each name is in every object or in none (the common case: every run
+    has the same files), each text is joined from the pieces by one C call;
+    otherwise object by object.
     """
     inner = "\n" + INDENT * (depth + 1)
     end = "\n" + INDENT * depth + "}"
     separator = "," + inner
-    pieces = [
+    shared = {name: values for name, values in items.items() if None not in values}
+    if all(values.count(None) == length for name, values in items.items() if name not in shared):
+        if not shared:
+            return ["{}"] * length
+        pieces: list[Any] = []
+        for index, (name, values) in enumerate(shared.items()):
+            label = ("{" + inner if index == 0 else separator) + strings(name) + _KEY_SEPARATOR
+            pieces += [repeat(label, length), map(strings, values)]
+        pieces.append(repeat(end, length))
+        return list(map("".join, zip(*pieces, strict=True)))
+    texts: list[str] = []
+    rows = [
         [None if v is None else f"{strings(name)}{_KEY_SEPARATOR}{strings(v)}" for v in values]
         for name, values in items.items()
     ]
-    texts = []
-    for row in zip(*pieces, strict=True):
+    for row in zip(*rows, strict=True):
         present = [piece for piece in row if piece is not None]
         texts.append("{" + inner + separator.join(present) + end if present else "{}")
     return texts
@@ -158,6 +175,8 @@ def _column_texts(values: list[Any], depth: int, strings: Callable[[str], str]) 
     (text keys) of text, at ``depth`` (a container's items go one level deeper).
     """
     kinds = set(map(type, values))
+    if kinds <= {str}:
+        return list(map(strings, values))  # (one C call per value)
     if kinds <= {str, type(None)}:
         return ["null" if value is None else strings(value) for value in values]
     if kinds <= {bool, int, type(None)}:
@@ -215,7 +234,7 @@ def _columns_text(value: ColumnRecords, depth: int, *, ensure_ascii: bool) -> st
 
     def texts(key: str) -> list[str] | None:
         if key in value.objects:
-            return _object_texts(value.objects[key], depth + 2, strings)
+            return _object_texts(value.objects[key], depth + 2, strings, length=len(value))
         return _column_texts(value.columns[key], depth + 2, strings)
 
     return _entries_text(value.keys(), texts, depth, strings)
@@ -227,30 +246,32 @@ def _entries_text(
     depth: int,
     strings: Callable[[str], str],
 ) -> str | None:
-    """The list of objects whose ``keys``' value texts ``texts_of`` gives (None: not written)."""
+    """The list of objects whose ``keys``' value texts ``texts_of`` gives (None: not written).
+
+    The whole text is one join of the pieces, taken in turn from each
+    column (the entry's opening, each key's label and value text, its
+    closing): the values are copied once, by the join, and no Python call
+    is made per entry.
+    """
     key_prefix = "\n" + INDENT * (depth + 2)
     closing = "\n" + INDENT * (depth + 1) + "}"
-    # The entries grow a column at a time (each column's texts are dropped as
-    # they are added), and the brackets ride on the first and last entry, so
-    # the text is copied once, by the join: a 50 MB manifest, not three.
-    entries: list[str] = []
-    for index, key in enumerate(keys):
+    item_prefix = "\n" + INDENT * (depth + 1)
+    columns = []
+    for key in keys:
         texts = texts_of(key)
         if texts is None:
             return None
+        columns.append(texts)
+    length = len(columns[0])
+    openings = chain(("[" + item_prefix,), repeat("," + item_prefix, length - 1))
+    pieces: list[Any] = [openings]
+    for index, (key, texts) in enumerate(zip(keys, columns, strict=True)):
         label = ("{" if index == 0 else ",") + key_prefix + strings(key) + _KEY_SEPARATOR
-        end = closing if index == len(keys) - 1 else ""
-        if index == 0:
-            entries = [f"{label}{text}{end}" for text in texts]
-        else:
-            entries = [
-                f"{entry}{label}{text}{end}" for entry, text in zip(entries, texts, strict=True)
-            ]
-        del texts
-    item_prefix = "\n" + INDENT * (depth + 1)
-    entries[0] = "[" + item_prefix + entries[0]
-    entries[-1] += "\n" + INDENT * depth + "]"
-    return ("," + item_prefix).join(entries)
+        pieces += [repeat(label, length), texts]
+    pieces.append(repeat(closing, length))
+    del columns
+    end = "\n" + INDENT * depth + "]"
+    return "".join(chain(chain.from_iterable(zip(*pieces, strict=True)), (end,)))
 
 
 def _write(value: Any, depth: int, parts: list[str], *, ensure_ascii: bool) -> None:

@@ -276,6 +276,31 @@ def _plain_absolute(text: str) -> bool:
     )
 
 
+def _all_plain_absolute(texts: Sequence[Any]) -> bool:
+    """Whether every item is text for which :func:`_plain_absolute` holds, tested at once.
+
+    The texts are joined with NUL, which no path holds (the operating system
+    refuses it; a text that holds one makes this False), so each of
+    :func:`_plain_absolute`'s substring tests is one
+    search of the joined text: a path that does not start with a separator
+    shows as a NUL not followed by one, a path's end as a text before a NUL.
+    """
+    if not texts or set(map(type, texts)) != {str}:
+        return False
+    joined = "\0".join(texts) + "\0"
+    return (
+        joined.count("\0") == len(texts)  # (a text holding NUL: one by one)
+        and "\0" not in joined[:-1].replace("\0/", "/")
+        and joined.startswith("/")
+        and "//" not in joined
+        and "/./" not in joined
+        and "/../" not in joined
+        and "/\0" not in joined
+        and "/.\0" not in joined
+        and "/..\0" not in joined
+    )
+
+
 def _resolved_paths(
     paths: Sequence[str | Path], *, infos: list[os.stat_result | None] | None = None
 ) -> list[str]:
@@ -295,9 +320,10 @@ def _resolved_paths(
     resolved = []
     lstat, is_link = os.lstat, stat.S_ISLNK
     keep = (lambda info: None) if infos is None else infos.append
+    plain = _all_plain_absolute(paths)
     for path in paths:
         text = path if type(path) is str else os.fspath(path)
-        if type(text) is not str or not _plain_absolute(text):
+        if not plain and (type(text) is not str or not _plain_absolute(text)):
             resolved.append(os.path.realpath(text))
             keep(None)
             continue
@@ -328,7 +354,9 @@ def _common_path(paths: Sequence[str]) -> str:
     each path ends there or goes on with one, they are the common path. Other
     paths go to ``commonpath``.
     """
-    if not all(type(text) is str and _plain_absolute(text) for text in paths):
+    if not _all_plain_absolute(paths) and not all(
+        type(text) is str and _plain_absolute(text) for text in paths
+    ):
         return os.path.commonpath(paths)
     shared = os.path.commonprefix([min(paths), max(paths)])  # noqa: RUF071 (characters, then cut)
     end = len(shared)
@@ -366,10 +394,12 @@ def _identified(
     resolved_dirs = _resolved_paths(run_dirs, infos=infos)
     resolved_roots = resolved_dirs if roots is run_dirs else _resolved_paths(roots)
     base = Path(_common_path(resolved_roots))
-    given = [
-        text if type(text) is str and _plain_absolute(text) else os.path.abspath(text)
-        for text in map(os.fspath, roots)
-    ]
+    given = [os.fspath(root) for root in roots]
+    if not _all_plain_absolute(given):
+        given = [
+            text if type(text) is str and _plain_absolute(text) else os.path.abspath(text)
+            for text in given
+        ]
     given_base = Path(_common_path(given))
     if is_run_directory(base):
         base, given_base = base.parent, given_base.parent

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from deepecgkit.rundir.format import METADATA_FILENAME, PREDICTIONS_FILENAME
 from deepecgkit.rundir.read import discover_runs
@@ -165,3 +166,12 @@ def test_records_as_columns_are_the_records_facts(runs: Path, tmp_path: Path) ->
     assert "gru" in set(again.exclusions["model"])
     for name in ("exclusions.csv", "manifest.json", "report_memos.parquet"):
         assert (out / name).read_bytes() == (clean / name).read_bytes(), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="/a.\0", max_size=6), min_size=1, max_size=3))
+def test_plain_paths_are_recognised_at_once_as_one_by_one(texts: list[str]) -> None:
+    """Equal for texts without NUL (which no path holds); never True where one is not plain."""
+    expected = all(report._plain_absolute(text) for text in texts)
+    found = report._all_plain_absolute(texts)
+    assert found == expected if not any("\0" in text for text in texts) else expected or not found
