@@ -173,7 +173,11 @@ class ReportResult:
         out_dir: the report folder.
         run_summary, level_metrics, reliability, paired_comparisons, mcnemar,
             exclusions: the six tables exactly as written to CSV.
-        manifest: the manifest as written to ``manifest.json`` (NaN as None).
+        manifest: the manifest as written to ``manifest.json`` (NaN as None);
+            its ``inputs`` is a sequence of the entries, built from columns
+            when one is asked for
+            (:class:`~deepecgkit.statistical_report.indented_json.ColumnRecords`,
+            equal to the list ``json.load`` gives).
         figures: absolute paths of the report's figures (written or kept by this call).
         reused_runs, computed_runs: included runs whose rows came from the
             reuse cache, and those bootstrapped now.

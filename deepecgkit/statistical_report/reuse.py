@@ -25,6 +25,10 @@ content of what shaped them, so an entry can never describe other inputs.
   memos are kept beside the cache, as the columns of ``report_memos.parquet``
   (:mod:`~deepecgkit.statistical_report.memo_table`): at 100,000 runs they
   were 75 MB of JSON that each refresh decoded, encoded and compressed again.
+  They stay columns when loaded: the unchanged runs are compared with them
+  as arrays (:mod:`~deepecgkit.statistical_report.frame_recall`) and their
+  rows written again as they are; a memo object is built only for a run
+  the per-run road reads.
 * A **figure key** adds ``pdf``, the plotting module's source and the
   matplotlib version to the run key; its entry records the files (path,
   format, SHA-256) of the figure; a file is reused only when its bytes on
