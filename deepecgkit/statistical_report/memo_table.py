@@ -275,7 +275,3 @@ class MemoRows(Mapping[str, dict[str, Any]]):
     def texts(self, column: str, rows: np.ndarray) -> list[str | None]:
         """The values of a text column (a hash, a fact) at ``rows``, as Python text or None."""
         return self.table.column(column).take(pa.array(rows, pa.int64())).to_pylist()
-
-    def taken(self, rows: np.ndarray) -> pa.Table:
-        """The table's rows at ``rows`` (in that order), without schema metadata."""
-        return self.table.take(pa.array(rows, pa.int64())).replace_schema_metadata(None)

@@ -869,7 +869,7 @@ def _assessed(
     recalled = Recalled.none()
     if isinstance(memos, MemoRows) and len(memos):
         recalled = recall_unchanged(paths, directories, memos=memos, records=columns)
-        reuse.carry_memos(memos.taken(recalled.rows))
+        reuse.carry_memos(memos.table, np.unique(recalled.rows))
     del directories
     others = np.ones(len(paths), dtype=bool)
     others[recalled.positions] = False

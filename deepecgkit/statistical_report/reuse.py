@@ -67,6 +67,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -412,8 +413,8 @@ class ReportCache:
     (kept in ``report_memos.parquet`` beside the cache file): a loaded
     cache's are a :class:`~deepecgkit.statistical_report.memo_table.MemoRows`
     (built per run only when asked for), a new cache's are the memos made
-    now, and ``carried`` the rows of an earlier memo table kept as they are
-    (the memos of the runs recalled as columns), written beside them.
+    now, and ``carried`` an earlier memo table and the rows of it kept as
+    they are (the memos of the runs recalled as columns), written beside them.
     """
 
     runs: dict[str, Any] = field(default_factory=dict)
@@ -421,7 +422,7 @@ class ReportCache:
     figures: dict[str, Any] = field(default_factory=dict)
     contents: dict[str, Any] = field(default_factory=dict)
     files: Mapping[str, Any] = field(default_factory=dict)
-    carried: pa.Table | None = None
+    carried: tuple[pa.Table, np.ndarray] | None = None
 
     @classmethod
     def load(cls, path: Path, bound_to: Mapping[str, Any]) -> ReportCache:
@@ -516,12 +517,35 @@ def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> MemoRows:
         return none
 
 
+def _with_carried(table: pa.Table, source: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table``'s rows and ``source``'s ``rows`` in one table sorted by run directory.
+
+    One ``take`` from the two tables side by side, so the earlier table's
+    rows are copied once (at 100,000 runs each copy of the table is about
+    60 MB); a source row whose run directory ``table`` holds is left out.
+    Arrow orders text by its UTF-8 bytes, which is Python's order of the code
+    points (a clean build's ``sorted``).
+    """
+    source = source.replace_schema_metadata(None)
+    table = table.replace_schema_metadata(None)
+    if table.num_rows:
+        replaced = pc.is_in(source["run_dir"].take(pa.array(rows, pa.int64())), table["run_dir"])
+        rows = rows[~np.asarray(replaced, dtype=bool)]
+    combined = pa.concat_tables([source, table])
+    indices = np.concatenate([rows, source.num_rows + np.arange(table.num_rows, dtype=np.int64)])
+    if table.num_rows == 0 and np.array_equal(indices, np.arange(source.num_rows)):
+        return source.combine_chunks()  # every earlier row, in its order: nothing to take
+    keys = combined["run_dir"].take(pa.array(indices, pa.int64()))
+    order = indices[np.asarray(pc.sort_indices(keys))]
+    return combined.take(pa.array(order, pa.int64())).combine_chunks()
+
+
 def _save_memos(
     path: Path,
     memos: Mapping[str, Any],
     bound_to: Mapping[str, Any],
     *,
-    carried: pa.Table | None = None,
+    carried: tuple[pa.Table, np.ndarray] | None = None,
 ) -> Path:
     """Write the memo table atomically (Parquet, the environment in its schema metadata).
 
@@ -534,11 +558,8 @@ def _save_memos(
     if left_out:
         logger.info("%d file memos not kept (they do not fit the memo table)", left_out)
     overflowed = table.num_rows == 0 and left_out and left_out == len(memos)
-    if carried is not None and carried.num_rows and not overflowed:
-        carried = carried.filter(pc.invert(pc.is_in(carried["run_dir"], table["run_dir"])))
-        table = pa.concat_tables([carried, table.replace_schema_metadata(None)])
-        # Arrow orders text by its UTF-8 bytes, which is Python's order of the code points.
-        table = table.take(pc.sort_indices(table["run_dir"])).combine_chunks()
+    if carried is not None and len(carried[1]) and not overflowed:
+        table = _with_carried(table, *carried)
     table = table.replace_schema_metadata({_MEMOS_ENVIRONMENT_KEY: _environment_text(bound_to)})
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
@@ -567,9 +588,9 @@ class RowReuse:
         self.reused_runs = self.computed_runs = 0
         self.reused_pairs = self.computed_pairs = 0
 
-    def carry_memos(self, memos: pa.Table) -> None:
-        """Keep these rows of the previous memo table as they are (runs recalled as columns)."""
-        self.kept.carried = memos
+    def carry_memos(self, memos: pa.Table, rows: np.ndarray) -> None:
+        """Keep ``rows`` of the previous memo table as they are (runs recalled as columns)."""
+        self.kept.carried = (memos, rows)
 
     def keep_verdicts(self, runs: Sequence[RunInput]) -> None:
         """Keep the predictions verdict and the file memo of every run that has one.
