@@ -45,8 +45,9 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+import numpy as np
 import pandas as pd
 
 from deepecgkit.io import (
@@ -96,9 +97,11 @@ from deepecgkit.rundir.listing import (
 )
 from deepecgkit.rundir.records import (
     DIAGNOSTIC_KEYS,
+    RECORD_COLUMNS,
     EncodedRecord,
     RunRecord,
     UnreadableRun,
+    record_columns_to_frame,
     records_to_frame,
 )
 
@@ -1084,6 +1087,15 @@ def _select_runs(
     return records
 
 
+@runtime_checkable
+class ColumnReader(Protocol):
+    """A cache that gives every candidate's result as columns (a :class:`RunCache`)."""
+
+    def candidate_columns(
+        self, run_dirs: Sequence[str], *, workers: int | None = None
+    ) -> dict[str, np.ndarray]: ...
+
+
 class EncodedBatchReader(Protocol):
     """What :func:`discover_run_frame` asks for every candidate at once (a :class:`RunCache`)."""
 
@@ -1130,9 +1142,99 @@ def discover_run_frame(
         roots, recursive=recursive, listing=listing, known=known
     )
     diagnostics["unreadable"] += [problem.entry() for problem in problems]
-    results = cache.read_encoded(candidates, workers=workers)
     policy = (on_duplicate, include_failed, include_legacy)
+    if isinstance(cache, ColumnReader):
+        columns = cache.candidate_columns(candidates, workers=workers)
+        return _select_columns(candidates, columns, diagnostics, policy), diagnostics
+    results = cache.read_encoded(candidates, workers=workers)
     return records_to_frame(_select_runs(candidates, results, diagnostics, policy)), diagnostics
+
+
+#: Fields of a record that a run cache's columns hold as decimal text.
+_RECORD_INT_FIELDS = frozenset(("seed", *SPLIT_SIZE_KEYS, "returncode"))
+
+
+class _KeptRow(NamedTuple):
+    """What the rules of :func:`_select_runs` read of a kept run, and its row (``number``)."""
+
+    run_dir: str
+    dataset: str
+    model: str
+    seed: int | None
+    fingerprint: str | None
+    mtime: float
+    number: int
+
+
+def _present(values: np.ndarray) -> np.ndarray:
+    """Which items of an object array are not None (bool array)."""
+    return np.fromiter((value is not None for value in values), dtype=bool, count=len(values))
+
+
+def _exact_ints(texts: Iterable[str | None]) -> list[int | None]:
+    """Decimal texts (None: unknown) as exact Python ints."""
+    return [None if text is None else int(text) for text in texts]
+
+
+def _select_columns(
+    candidates: Sequence[str],
+    columns: dict[str, np.ndarray],
+    diagnostics: dict[str, list[str]],
+    policy: tuple[str, bool, bool],
+) -> pd.DataFrame:
+    """:func:`_select_runs` then :func:`records_to_frame`, on a run cache's columns.
+
+    ``columns`` are :meth:`~deepecgkit.rundir.cache.RunCache.candidate_columns`
+    of ``candidates``. The same rules, diagnostics (in the same order) and
+    frame (values and dtypes): failed and seedless runs are found with masks
+    over the columns, the few runs listed in the diagnostics get their text
+    one by one, duplicates are resolved and the kept runs sorted by
+    :func:`_resolve_duplicates` and :func:`_sort_key` themselves, on one
+    small tuple per kept run; the frame is the selected rows of each column.
+    """
+    on_duplicate, include_failed, include_legacy = policy
+    reasons = columns["reason"]
+    readable = ~_present(reasons)
+    for number in np.flatnonzero(~readable):
+        diagnostics["unreadable"].append(
+            UnreadableRun(Path(candidates[number]), reasons[number]).entry()
+        )
+    returncodes = columns["returncode"]
+    failed = readable & _present(returncodes)
+    failed[failed] = returncodes[failed] != "0"
+    for number in np.flatnonzero(failed):
+        diagnostics["failed"].append(f"{candidates[number]} (returncode {returncodes[number]})")
+    kept = readable & ~failed if not include_failed else readable
+    seedless = kept & ~_present(columns["seed"])
+    diagnostics["no_seed"] += [candidates[number] for number in np.flatnonzero(seedless)]
+    if not include_legacy:
+        kept &= ~seedless
+    notes = columns["suspect"]
+    for number in np.flatnonzero(kept & (notes != "[]")):
+        listed = "; ".join(json.loads(notes[number]))
+        diagnostics["suspect"].append(f"{candidates[number]} ({listed})")
+    numbers = np.flatnonzero(kept)
+    runs = [
+        _KeptRow(candidates[number], dataset, model, seed, fingerprint, mtime, number)
+        for number, dataset, model, seed, fingerprint, mtime in zip(
+            numbers.tolist(),
+            columns["dataset"][numbers].tolist(),
+            columns["model"][numbers].tolist(),
+            _exact_ints(columns["seed"][numbers].tolist()),
+            columns["fingerprint"][numbers].tolist(),
+            columns["mtime"][numbers].tolist(),
+            strict=True,
+        )
+    ]
+    runs = _resolve_duplicates(runs, on_duplicate, diagnostics["duplicate"])  # type: ignore[arg-type]
+    runs.sort(key=_sort_key)
+    order = np.fromiter((run.number for run in runs), dtype=np.int64, count=len(runs))
+    frame_columns: dict[str, list[Any]] = {"run_dir": [run.run_dir for run in runs]}
+    for field in RECORD_COLUMNS[1:]:
+        values = columns[field][order].tolist()
+        frame_columns[field] = _exact_ints(values) if field in _RECORD_INT_FIELDS else values
+    del runs, order
+    return record_columns_to_frame(frame_columns)
 
 
 # --- encoder checkpoints ---------------------------------------------------------------
