@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deepecgkit.io import (
@@ -257,16 +258,13 @@ def _damage_in(table: pa.Table) -> str | None:
     a readable row holds every required field, an unreadable one no record,
     and no path appears twice.
     """
-    reason = table.column("reason")
-    readable = reason.is_null()
+    readable = table.column("reason").is_null()
     for field in _REQUIRED_FIELDS:
-        if table.filter(readable).column(field).null_count:
+        if pc.any(pc.and_(readable, table.column(field).is_null())).as_py():
             return f"a readable run without its {field}"
-    if table.filter(reason.is_valid()).column("model").null_count != len(table) - len(
-        table.filter(readable)
-    ):
+    if pc.any(pc.and_(pc.invert(readable), table.column("model").is_valid())).as_py():
         return "an unreadable run with a record"
-    if len(table.column("path").unique()) != len(table):
+    if pc.count_distinct(table.column("path")).as_py() != len(table):
         return "a run directory listed twice"
     return None
 
@@ -538,15 +536,36 @@ class RunCache:
         regular metrics file has no entry (its state is None), every other
         one has the state it was read at and, when readable, its dataset.
         """
-        runs: list[ScannedRun] = []
-        for run_dir in run_dirs:
-            row = self._rows.get(run_dir)
-            if row is None:
-                runs.append((run_dir, None, None))
-                continue
-            state = FileState(run_dir, *self._state_at(row))
-            runs.append((run_dir, state, self._dataset_at(row)))
-        return runs
+        rows, mtimes, sizes, datasets = self._entries_of(run_dirs)
+        return [
+            (run_dir, None, None)
+            if row < 0
+            else (run_dir, FileState(run_dir, mtime, size), dataset)
+            for run_dir, row, mtime, size, dataset in zip(
+                run_dirs, rows.tolist(), mtimes, sizes, datasets, strict=True
+            )
+        ]
+
+    def _entries_of(
+        self, run_dirs: Sequence[str]
+    ) -> tuple[np.ndarray, list[int], list[int], list[str | None]]:
+        """Each directory's current row (-1: none), mtime (ns), size and dataset, at once.
+
+        The state and dataset of a directory without an entry are 0, 0 and None.
+        """
+        count, first = len(run_dirs), len(self._paths)
+        rows = np.fromiter(map(self._rows.get, run_dirs, [-1] * count), np.int64, count)
+        in_table = (rows >= 0) & (rows < first)
+        table_rows = np.where(in_table, rows, 0)
+        mtimes = np.where(in_table, self._mtime[table_rows] if first else 0, 0).tolist()
+        sizes = np.where(in_table, self._size[table_rows] if first else 0, 0).tolist()
+        names = self._datasets
+        datasets = [names[row] if 0 <= row < first else None for row in rows.tolist()]
+        for number in np.flatnonzero(rows >= first).tolist():
+            row = int(rows[number])
+            mtimes[number], sizes[number] = self._state_at(row)
+            datasets[number] = self._dataset_at(row)
+        return rows, mtimes, sizes, datasets
 
     # --- pruning and per-dataset states ---------------------------------------------------------
 
@@ -570,22 +589,22 @@ class RunCache:
         self.prune(self._visited)
         return before - len(self._rows)
 
-    def _dataset_rows(self) -> dict[str, list[tuple[str, int]]]:
-        """The visited readable runs' ``(directory, row)`` by dataset, both sorted."""
-        groups: dict[str, list[tuple[str, int]]] = {}
-        rows = self._rows
-        for path in self._visited:  # 100,000 runs at every changed tick: no call per run
-            row = rows.get(path)
-            if row is None:
-                continue
-            dataset = self._dataset_at(row)
-            if dataset is None:
-                continue
+    def _dataset_entries(self) -> dict[str, list[tuple[str, int, int]]]:
+        """The visited readable runs' ``(directory, mtime_ns, size)`` by dataset, both sorted."""
+        visited = [path for path in self._visited if path in self._rows]
+        _, mtimes, sizes, datasets = self._entries_of(visited)
+        readable = sorted(
+            (dataset, path, mtime, size)
+            for path, mtime, size, dataset in zip(visited, mtimes, sizes, datasets, strict=True)
+            if dataset is not None
+        )
+        groups: dict[str, list[tuple[str, int, int]]] = {}
+        for dataset, path, mtime, size in readable:
             group = groups.get(dataset)
             if group is None:
                 groups[dataset] = group = []
-            group.append((path, row))
-        return {dataset: sorted(groups[dataset]) for dataset in sorted(groups)}
+            group.append((path, mtime, size))
+        return groups
 
     def dataset_states(self) -> dict[str, tuple[FileState, ...]]:
         """The :class:`FileState` of every readable run visited, by dataset.
@@ -607,8 +626,8 @@ class RunCache:
             dataset's states sorted by path.
         """
         return {
-            dataset: tuple(FileState(path, *self._state_at(row)) for path, row in group)
-            for dataset, group in self._dataset_rows().items()
+            dataset: tuple(FileState(*entry) for entry in group)
+            for dataset, group in self._dataset_entries().items()
         }
 
     def dataset_digests(self) -> dict[str, str]:
@@ -622,10 +641,7 @@ class RunCache:
         :func:`~deepecgkit.rundir.read.discover_run_frame`) compute the
         same map for the same tree. Keys are sorted.
         """
-        return {
-            dataset: _digest([(path, *self._state_at(row)) for path, row in group])
-            for dataset, group in self._dataset_rows().items()
-        }
+        return {dataset: _digest(group) for dataset, group in self._dataset_entries().items()}
 
     # --- the file -------------------------------------------------------------------------------
 
