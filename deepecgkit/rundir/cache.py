@@ -476,18 +476,18 @@ class RunCache:
 
     def candidate_columns(
         self, run_dirs: Sequence[str], *, workers: int | None = None
-    ) -> dict[str, np.ndarray]:
+    ) -> dict[str, Any]:
         """Every directory's result as columns: what a records frame is selected from.
 
-        ``{field: values}`` for ``reason`` and every record field of
-        :data:`CACHE_SCHEMA`, each an object array with one value per
-        directory in the given order, as a row of the cache holds it
-        (integers as decimal text, metrics and suspect notes as JSON text,
-        null fields None; an unreadable run has its ``reason`` and None
-        elsewhere, a readable one None as reason). Counts and cache contents
+        ``{field: values}`` with one value per directory in the given order:
+        ``reason`` an object array (why a run is unreadable; None for a
+        readable one), every record field of :data:`CACHE_SCHEMA` a pyarrow
+        array as a row of the cache holds it (integers as decimal text,
+        metrics and suspect notes as JSON text; null for an unreadable run
+        and for a field the record has none of). Counts and cache contents
         are those of :meth:`read_encoded`: the misses are parsed (in
-        parallel when many), and the unchanged runs' values are taken from
-        the table, column by column, without a record per run.
+        parallel when many), and the unchanged runs' rows are taken from the
+        table at once, without a Python value per run.
         """
         rows, states = self._lookup(run_dirs)
         self.hits += int((rows >= 0).sum())
@@ -501,15 +501,25 @@ class RunCache:
         for number in np.flatnonzero(rows >= first).tolist():
             extra[number] = self._fresh[int(rows[number]) - first][4]
         table = np.flatnonzero((rows >= 0) & (rows < first))
-        fields = CACHE_SCHEMA.names[3:]
-        taken = self._table_values(rows[table], fields)
-        columns: dict[str, np.ndarray] = {}
-        for field in fields:
-            column = np.full(len(run_dirs), None, dtype=object)
-            column[table] = _object_array(taken.pop(field))
-            for number, values in extra.items():
-                column[number] = values.get(field)
-            columns[field] = column
+        fields = CACHE_SCHEMA.names[4:]
+        reasons = np.full(len(run_dirs), None, dtype=object)
+        reasons[table] = _object_array(self._table.column("reason").take(rows[table]).to_pylist())
+        others = sorted(extra)
+        for number in others:
+            reasons[number] = extra[number]["reason"]
+        # The reasons travel as Python text (one need not be UTF-8); the record fields of
+        # the parsed runs are stored as the table stores them, then every row put in place.
+        added = _rows_table([("", 0, 0, {**extra[n], "reason": None}) for n in others])
+        combined = pa.concat_tables(
+            [self._table.select(fields).take(rows[table]), added.select(fields)]
+        )
+        place = np.empty(len(run_dirs), dtype=np.int64)
+        place[np.concatenate([table, np.asarray(others, dtype=np.int64)])] = np.arange(
+            len(run_dirs)
+        )
+        combined = combined.take(pa.array(place, pa.int64()))
+        columns: dict[str, Any] = {field: combined.column(field) for field in fields}
+        columns["reason"] = reasons
         return columns
 
     def scan(self, run_dirs: Sequence[str]) -> list[ScannedRun]:

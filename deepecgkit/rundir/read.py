@@ -49,6 +49,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from deepecgkit.io import (
     REASON_MISSING,
@@ -1178,7 +1180,7 @@ def _exact_ints(texts: Iterable[str | None]) -> list[int | None]:
 
 def _select_columns(
     candidates: Sequence[str],
-    columns: dict[str, np.ndarray],
+    columns: dict[str, Any],
     diagnostics: dict[str, list[str]],
     policy: tuple[str, bool, bool],
 ) -> pd.DataFrame:
@@ -1190,7 +1192,8 @@ def _select_columns(
     over the columns, the few runs listed in the diagnostics get their text
     one by one, duplicates are resolved and the kept runs sorted by
     :func:`_resolve_duplicates` and :func:`_sort_key` themselves, on one
-    small tuple per kept run; the frame is the selected rows of each column.
+    small tuple per kept run; the frame's columns are the selected rows of
+    the cache's (text columns stay Arrow arrays, see :func:`_frame_text`).
     """
     on_duplicate, include_failed, include_legacy = policy
     reasons = columns["reason"]
@@ -1199,42 +1202,70 @@ def _select_columns(
         diagnostics["unreadable"].append(
             UnreadableRun(Path(candidates[number]), reasons[number]).entry()
         )
-    returncodes = columns["returncode"]
+    returncodes = columns["returncode"].to_numpy(zero_copy_only=False)
     failed = readable & _present(returncodes)
     failed[failed] = returncodes[failed] != "0"
     for number in np.flatnonzero(failed):
         diagnostics["failed"].append(f"{candidates[number]} (returncode {returncodes[number]})")
     kept = readable & ~failed if not include_failed else readable
-    seedless = kept & ~_present(columns["seed"])
+    seedless = kept & ~columns["seed"].is_valid().to_numpy(zero_copy_only=False)
     diagnostics["no_seed"] += [candidates[number] for number in np.flatnonzero(seedless)]
     if not include_legacy:
         kept &= ~seedless
     notes = columns["suspect"]
-    for number in np.flatnonzero(kept & (notes != "[]")):
-        listed = "; ".join(json.loads(notes[number]))
+    noted = pc.not_equal(notes, "[]").fill_null(False).to_numpy(zero_copy_only=False)
+    for number in np.flatnonzero(kept & noted).tolist():
+        listed = "; ".join(json.loads(notes[number].as_py()))
         diagnostics["suspect"].append(f"{candidates[number]} ({listed})")
     numbers = np.flatnonzero(kept)
+    picked = pa.array(numbers, pa.int64())
+
+    def values(field: str) -> list[Any]:
+        return columns[field].take(picked).to_pylist()
+
     runs = [
         _KeptRow(candidates[number], dataset, model, seed, fingerprint, mtime, number)
         for number, dataset, model, seed, fingerprint, mtime in zip(
             numbers.tolist(),
-            columns["dataset"][numbers].tolist(),
-            columns["model"][numbers].tolist(),
-            _exact_ints(columns["seed"][numbers].tolist()),
-            columns["fingerprint"][numbers].tolist(),
-            columns["mtime"][numbers].tolist(),
+            values("dataset"),
+            values("model"),
+            _exact_ints(values("seed")),
+            values("fingerprint"),
+            values("mtime"),
             strict=True,
         )
     ]
     runs = _resolve_duplicates(runs, on_duplicate, diagnostics["duplicate"])  # type: ignore[arg-type]
     runs.sort(key=_sort_key)
-    order = np.fromiter((run.number for run in runs), dtype=np.int64, count=len(runs))
-    frame_columns: dict[str, list[Any]] = {"run_dir": [run.run_dir for run in runs]}
+    order = pa.array([run.number for run in runs], pa.int64())
+    frame_columns: dict[str, Any] = {"run_dir": [run.run_dir for run in runs]}
+    del runs
     for field in RECORD_COLUMNS[1:]:
-        values = columns[field][order].tolist()
-        frame_columns[field] = _exact_ints(values) if field in _RECORD_INT_FIELDS else values
-    del runs, order
+        selected = columns[field].take(order)
+        if field in _RECORD_INT_FIELDS:
+            frame_columns[field] = _exact_ints(selected.to_pylist())
+        elif pa.types.is_string(selected.type):
+            frame_columns[field] = _frame_text(selected)
+        else:
+            frame_columns[field] = selected.to_numpy(zero_copy_only=False)
     return record_columns_to_frame(frame_columns)
+
+
+#: The dtype pandas gives a column of text (its ``str`` dtype since pandas 3).
+_TEXT_DTYPE = pd.Series(["text"]).dtype
+
+
+def _frame_text(values: Any) -> Any:
+    """A pyarrow text column as the records frame holds it, without a Python string per value.
+
+    What pandas infers for the same values as a list: no text at all (every
+    value null) is an object column of None; otherwise pandas' text dtype,
+    built straight from the Arrow data (or, where that dtype is not
+    pandas' Arrow-backed ``str``, from the list).
+    """
+    if values.null_count == len(values) or not isinstance(_TEXT_DTYPE, pd.StringDtype):
+        return values.to_pylist()
+    return pd.array(values, dtype=_TEXT_DTYPE)
 
 
 # --- encoder checkpoints ---------------------------------------------------------------
