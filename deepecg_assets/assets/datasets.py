@@ -30,9 +30,10 @@ from deepecg_assets.partitions import DATASETS, SINGLE_RUN, dataset_key, frames_
 from deepecg_assets.resources import AnalysisSettings
 from deepecgkit.analysis.aggregation import aggregate_runs, reconcile_averaging
 from deepecgkit.analysis.ranking import (
+    distribution_of_ranks,
     paired_differences,
-    rank_distribution as rank_distribution_frame,
-    tau_summary as tau_summary_frame,
+    rank_within_seed,
+    tau_of_ranks,
 )
 from deepecgkit.rundir.format import SPLIT_SIZE_KEYS
 from deepecgkit.rundir.records import record_frame_to_runs
@@ -110,16 +111,15 @@ def dataset_frames(
     for warning in caught:
         if log is not None:
             log.warning(str(warning.message))
-    selected = restricted(kept, analysis)
+    # Ranked once for both the rank distribution and the tau summary.
+    ranks = rank_within_seed(restricted(kept, analysis), analysis.metric)
     return {
         "run_metrics": runs,
         "reconciled_runs": kept,
         "averaging_conflicts": conflicts,
         "aggregates": aggregate_runs(kept, analysis.confidence_level),
-        "rank_distribution": rank_distribution_frame(selected, analysis.metric),
-        "tau_summary": tau_summary_frame(
-            selected, analysis.metric, confidence_level=analysis.confidence_level
-        ),
+        "rank_distribution": distribution_of_ranks(ranks),
+        "tau_summary": tau_of_ranks(ranks, confidence_level=analysis.confidence_level),
         "paired_differences": paired_differences(
             kept,
             analysis.metric,
