@@ -44,7 +44,7 @@ Run: ``PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/bench_report_reuse
 **The asset's one-run refresh** (``--corpus DIR --asset``): what the daemon's
 refresh costs in the ``statistical_report`` step. The runs are discovered
 once (through a copy of ``--discovery-cache FILE``, a warm
-``run_records.jsonl``, when given) and stored as the Parquet frame
+``run_records.cache``, when given) and stored as the Parquet frame
 ``discovered_runs`` is. Each step then runs in a fresh interpreter, as a
 launched run's step does (``deepecg_assets.definitions`` imported first, not
 timed), and times the asset's body on that frame: a build of every run but
@@ -61,7 +61,7 @@ after the frame is read, whose own transient peak would hide the body's), and th
 files that differ between a refresh and the clean build (exit 1 when any does).
 
 Run: ``PYTHONPATH=$PWD nice -n 10 .venv/bin/python benchmarks/bench_report_reuse.py
---corpus /work/bench/c20k/runs --asset --discovery-cache <output>/cache/run_records.jsonl
+--corpus /work/bench/c20k/runs --asset --discovery-cache <output>/cache/run_records.cache
 --before main``; for 100,000 runs, ``--corpus /work/bench/c100k/runs`` (any corpus
 path works; with ``--repeat 2`` the two revisions take ten to fifteen minutes there on a
 busy two-core machine).
@@ -309,7 +309,7 @@ def _stored_frame(corpus: Path, discovery_cache: Path | None, into: Path) -> tup
 
     reader = None
     if discovery_cache is not None:
-        copy = into / "run_records.jsonl"
+        copy = into / "run_records.cache"
         shutil.copyfile(discovery_cache, copy)  # the cache may be rewritten: never the original
         reader = RunCache.load(copy).read
     records, _ = discover_runs([corpus], recursive=True, reader=reader)
@@ -383,7 +383,7 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, help="an existing corpus of runs (scale mode)")
     parser.add_argument("--before", help="scale mode: also time this git revision's code")
     parser.add_argument("--asset", action="store_true", help="scale mode: the asset's refresh")
-    parser.add_argument("--discovery-cache", type=Path, help="asset mode: a warm run_records.jsonl")
+    parser.add_argument("--discovery-cache", type=Path, help="asset mode: a warm run_records.cache")
     parser.add_argument("--repeat", type=int, default=3, help="asset mode: refreshes timed")
     parser.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--asset-child", nargs=3, help=argparse.SUPPRESS)

@@ -78,6 +78,18 @@ def runs_health_check(diagnostics: dict[str, list[str]]) -> dg.AssetCheckResult:
     )
 
 
+def _remove_legacy_cache(context: dg.AssetExecutionContext, path: Path) -> None:
+    """Remove the run cache's JSON-lines file of an earlier version, if one is left (logged)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        context.log.warning("cannot remove the old run cache %s (%s)", path, exc)
+        return
+    context.log.info("removed the old run cache %s (the cache is now columnar)", path)
+
+
 def _save_tree_index(context: dg.AssetExecutionContext, index: TreeIndex, path: Path) -> None:
     """Save the scan's tree index; a failure only costs the next scan its listings (logged)."""
     try:
@@ -145,6 +157,7 @@ def discovered_runs(
     states = cache.dataset_digests()
     pruned = cache.prune_unvisited()
     cache.save(output_folder.cache_file())
+    _remove_legacy_cache(context, output_folder.legacy_cache_file())
     _save_tree_index(
         context, TreeIndex.from_discovery(listing, cache, recursive=recursive), index_file
     )

@@ -117,6 +117,16 @@ def test_damaged_discovery_cache_is_rebuilt_not_fatal(platform, caplog) -> None:
     assert metadata_of(again, "discovered_runs")["runs_parsed"] == 0, "the cache was rewritten"
 
 
+def test_an_old_json_lines_run_cache_is_ignored_then_removed(platform) -> None:
+    output = OutputFolderResource(path=str(platform.output))
+    legacy = output.legacy_cache_file()
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text('{"format": 5}\n', encoding="utf-8")
+    result = materialize(platform, DISCOVERY)
+    assert result.success and metadata_of(result, "discovered_runs")["runs_parsed"] == 60
+    assert not legacy.exists() and len(RunCache.load(output.cache_file())) == 60
+
+
 def test_discovery_cache_is_pruned_of_runs_that_no_longer_exist(platform) -> None:
     assert materialize(platform, DISCOVERY).success
     shutil.rmtree(platform.runs / "cnn_afib_seed0")

@@ -180,7 +180,7 @@ def test_matrix_frame_puts_the_floor_first() -> None:
 ENCODER_RUNS = {dataset: f"simple-cnn_{dataset}_seed0" for dataset in CONTRAST_DATASETS}
 #: Files of the output folder that are not the transfer assets' (the discovery cache, and
 #: the tree index discovery saves, which records when each directory was listed).
-NOT_TRANSFER = {"cache/run_records.jsonl", "cache/tree_index.json"}
+NOT_TRANSFER = {"cache/run_records.cache", "cache/tree_index.json"}
 #: Files of the tables' compile cache (:func:`deepecg_assets.assets.tables.compile_cache`).
 COMPILE_CACHE_PREFIX = "cache/latex/"
 
