@@ -84,7 +84,8 @@ EXIT_BUILD_FAILED = 1
 #: Name the command gives itself in error lines (its console script, see pyproject.toml).
 PROG = "deepecg-build"
 #: The frames the summary reads, by asset name, with the columns it reads (None: all). At
-#: 100,000 runs the two runs frames are 98 MB and 1.8 million rows; the summary counts names.
+#: 100,000 runs the two runs frames are 98 MB and 1.8 million rows; the summary counts names,
+#: so of a frame read by columns it reads each file's distinct rows.
 SUMMARY_FRAMES: dict[str, list[str] | None] = {
     "discovered_runs": ["run_dir"],
     "reconciled_runs": ["run_dir", "model", "dataset"],
@@ -457,7 +458,7 @@ def summary_text(result: BuildResult) -> str:
     output: OutputFolderResource = defs.resources["output_folder"]
     analysis: AnalysisSettings = defs.resources["analysis"]
     frames = {
-        name: read_stored_frame(output.frames_dir(), name, columns=columns)
+        name: read_stored_frame(output.frames_dir(), name, columns=columns, distinct=bool(columns))
         for name, columns in SUMMARY_FRAMES.items()
     }
     flip_grid = frames["flip_grid"]
