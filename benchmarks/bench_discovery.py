@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(("listing the tree (recursive walk), not in the floor", wall, cpu))
 
     with tempfile.TemporaryDirectory() as folder:
-        cache_file = Path(folder) / "run_records.jsonl"
+        cache_file = Path(folder) / "run_records.cache"
         serial_file = Path(folder) / "serial.jsonl"
         wall, cpu, (serial, serial_cache) = best(args.repeats, lambda: cold_discovery(root, 1))
         rows.append(("cold discovery, serial (workers=1)", wall, cpu))

@@ -82,7 +82,7 @@ TARGET_TRANSFER_SECONDS = 0.5
 #: The row of the peak memory (MiB, not seconds).
 PEAK_ROW = "peak memory of the process (MiB)"
 #: Where the run cache lies in an output folder (``OutputFolderResource.cache_file``).
-CACHE_FILE = Path("cache") / "run_records.jsonl"
+CACHE_FILE = Path("cache") / "run_records.cache"
 
 
 def best_of(repeats: int, work: Callable[[int], Any]) -> tuple[float, Any]:

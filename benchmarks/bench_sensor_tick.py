@@ -80,7 +80,7 @@ def measure(root: str, repeats: int) -> bool:
     """Print one corpus's table; whether the quick tick agreed with the full scan."""
     print(f"\ncorpus {root}; load average before {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory() as folder:
-        cache_file, index_file = Path(folder) / "run_records.jsonl", Path(folder) / "index.json"
+        cache_file, index_file = Path(folder) / "run_records.cache", Path(folder) / "index.json"
         cache = RunCache()
         discover_runs(root, recursive=True, reader=cache, workers=available_cpus())
         cache.save(cache_file)

@@ -20,15 +20,17 @@ the library's parts:
   :func:`deepecgkit.analysis.compile_cache.compile_tables` against it.
 
 With ``--long-table FILE`` it measures instead the compile check of one long
-table (session 20: the flip table of a 100,000-run sweep) against the landed
-check, one pdflatex run over the whole table, in the same run:
+table (the flip table of a 100,000-run sweep) against session 20's check, in
+the same run:
 
-* **draftmode**: the whole table once with pdfTeX's ``-draftmode`` (no PDF written);
-* **pieces**: :func:`~deepecgkit.analysis.compile_cache.compile_tables`, which
-  compiles the table's pieces (:func:`~deepecgkit.analysis.compile_cache.long_table_chunks`)
-  concurrently on the machine's cores, with an empty cache (``--chunk-lines``);
-* **pieces, one core**: the same pieces one after another (their start-up cost);
-* **pieces, cached**: the check again with the cache the first run filled.
+* **every line in pieces (s20)**: every body line, in the pieces of
+  :func:`~deepecgkit.analysis.compile_cache.long_table_chunks`
+  (``--chunk-lines``), compiled concurrently on the machine's cores;
+* **one line of each form**: :func:`~deepecgkit.analysis.compile_cache.compile_tables`
+  with an empty cache, which compiles
+  :func:`~deepecgkit.analysis.compile_cache.check_pieces` (session 21);
+* **the same, cached**: the check again with the cache the first run filled;
+* **whole, one run** (``--whole``): the table in one pdflatex run, as before session 20.
 
 Usage::
 
@@ -197,8 +199,8 @@ def _whole(table: str, *switches: str) -> tuple[bool, str]:
         return done.returncode == 0, done.stdout.decode(errors="replace")[-300:]
 
 
-def long_table(path: Path, *, with_draft: bool, chunk_lines: int) -> None:
-    """The compile check of one long table, whole (landed) against in pieces.
+def long_table(path: Path, *, with_whole: bool, chunk_lines: int) -> None:
+    """The compile check of one long table (one line of each form) against every line in pieces.
 
     Prints wall-clock and CPU seconds (this process and its engines): on a
     machine shared with other work the CPU seconds are the steadier figure, and
@@ -206,40 +208,43 @@ def long_table(path: Path, *, with_draft: bool, chunk_lines: int) -> None:
     """
     table = path.read_text(encoding="utf-8")
     engine = {"t": L.latex_engine(table)}
-    pieces = C.long_table_chunks(table, lines=chunk_lines)
+    every_line = C.long_table_chunks(table, lines=chunk_lines)
+    checked = C.check_pieces(table, lines=chunk_lines)
+    held = sum(piece.count("\n") for piece, _ in checked)
     print(
         f"{path}: {len(table) / 1e6:.1f} MB, {table.count(chr(10)):,} lines, "
-        f"{len(pieces)} pieces of {chunk_lines:,} body lines, {os.cpu_count()} cores"
+        f"{len(every_line)} pieces of {chunk_lines:,} body lines; the check: "
+        f"{len(checked)} piece(s), {held:,} lines with the header; {os.cpu_count()} cores"
     )
-    runs: dict[str, Callable[[], object]] = {"whole (landed)": lambda: _whole(table)}
-    if with_draft:
-        runs["whole, -draftmode"] = lambda: _whole(table, "-draftmode")
+    runs: dict[str, Callable[[], object]] = {}
+    if with_whole:
+        runs["whole, one run"] = lambda: _whole(table)
+    runs["every line in pieces (s20)"] = lambda: min(
+        C.map_concurrently(lambda piece: L.compile_table_run(piece[0], timeout=600)[:2], every_line)
+    )
     folder = Path(tempfile.mkdtemp(prefix="bench-long-table-cache-"))
     cache = CompileCache(folder)
 
-    def pieces_check() -> tuple[bool, str]:
+    def forms_check() -> tuple[bool, str]:
         return compile_tables(
             {"t": table}, engine, cache=cache, timeout=600, chunk_lines=chunk_lines
         )["t"]
 
-    runs["pieces, concurrent"] = pieces_check
-    runs["pieces, cached"] = pieces_check
-    runs["pieces, one core"] = lambda: C.map_concurrently(
-        lambda piece: L.compile_table_run(piece[0], timeout=600), pieces, workers=1
-    )
+    runs["one line of each form"] = forms_check
+    runs["the same, cached"] = forms_check
     times: dict[str, tuple[float, float]] = {}
     for name, run in runs.items():
         wall, cpu = time.perf_counter(), _cpu()
         result = run()
         times[name] = (time.perf_counter() - wall, _cpu() - cpu)
-        if name in ("whole (landed)", "pieces, concurrent"):
+        if name != "the same, cached":
             print(f"  {name}: compiles {result[0]} {result[1][:200]}")
     shutil.rmtree(folder, ignore_errors=True)
-    wall_base, cpu_base = times["whole (landed)"]
-    print(f"  {'':20} {'wall s':>8} {'ratio':>7} {'CPU s':>8} {'ratio':>7}")
+    wall_base, cpu_base = times["every line in pieces (s20)"]
+    print(f"  {'':28} {'wall s':>8} {'ratio':>7} {'CPU s':>8} {'ratio':>7}")
     for name, (wall, cpu) in times.items():
         print(
-            f"  {name:20} {wall:8.2f} {_ratio(wall_base, wall):>7} "
+            f"  {name:28} {wall:8.2f} {_ratio(wall_base, wall):>7} "
             f"{cpu:8.2f} {_ratio(cpu_base, cpu):>7}"
         )
 
@@ -257,11 +262,13 @@ def main() -> None:
     )
     parser.add_argument("--assets", nargs="+", choices=sorted(GROUPS), default=list(GROUPS))
     parser.add_argument("--long-table", type=Path, help="measure the check of this long table")
-    parser.add_argument("--no-draft", action="store_true", help="skip the -draftmode run")
+    parser.add_argument(
+        "--whole", action="store_true", help="also compile the whole table in one run (slow)"
+    )
     parser.add_argument("--chunk-lines", type=int, default=C.CHUNK_LINES, help="body lines a piece")
     args = parser.parse_args()
     if args.long_table is not None:
-        long_table(args.long_table, with_draft=not args.no_draft, chunk_lines=args.chunk_lines)
+        long_table(args.long_table, with_whole=args.whole, chunk_lines=args.chunk_lines)
         return
     if args.tables is not None:
         tables = {p.stem: p.read_text(encoding="utf-8") for p in sorted(args.tables.glob("*.tex"))}

@@ -52,7 +52,7 @@ ADDED_RUN = "se-resnet_synthetic-bradycardia_seed0"
 ASSETS = ("discovered_runs", "transfer_matrix", "transfer_table")
 STEPS = ("transfer_matrix", "transfer_table")
 #: Output files that are not the transfer assets' (the discovery cache).
-NOT_TRANSFER = frozenset({"cache/run_records.jsonl"})
+NOT_TRANSFER = frozenset({"cache/run_records.cache"})
 
 
 def _child(output: str) -> None:

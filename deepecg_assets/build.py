@@ -38,6 +38,8 @@ from typing import Any, TextIO
 
 import dagster as dg
 import pandas as pd
+from dagster._core.definitions.job_base import InMemoryJob
+from dagster._core.execution.execute_in_process import core_execute_in_process, merge_run_tags
 from dagster._core.storage.tags import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
@@ -82,7 +84,8 @@ EXIT_BUILD_FAILED = 1
 #: Name the command gives itself in error lines (its console script, see pyproject.toml).
 PROG = "deepecg-build"
 #: The frames the summary reads, by asset name, with the columns it reads (None: all). At
-#: 100,000 runs the two runs frames are 98 MB and 1.8 million rows; the summary counts names.
+#: 100,000 runs the two runs frames are 98 MB and 1.8 million rows; the summary counts names,
+#: so of a frame read by columns it reads each file's distinct rows.
 SUMMARY_FRAMES: dict[str, list[str] | None] = {
     "discovered_runs": ["run_dir"],
     "reconciled_runs": ["run_dir", "model", "dataset"],
@@ -281,12 +284,34 @@ def _execute(
     selection: dg.AssetSelection,
     tags: dict[str, str] | None = None,
 ) -> dg.ExecuteInProcessResult:
-    return job.execute_in_process(
-        instance=instance,
+    """One run of ``selection``, in this process: ``job.execute_in_process`` without its memory.
+
+    ``JobDefinition.execute_in_process`` keeps every output of every step in
+    its result (so that ``output_for_node`` can return it): at 100,000 runs
+    that is every dataset's frames, held until the build ends. The build
+    reads its outputs from storage, not from the result, so it runs the same
+    in-process execution with output capture off (Dagster's
+    ``core_execute_in_process``, what ``execute_in_process`` calls; dagster is
+    pinned to one version in pyproject.toml). Events, materialisations and
+    check evaluations are in the result as before.
+    """
+    keys = sorted(selection.resolve(defs.resolve_asset_graph()))
+    ephemeral = job.as_ephemeral_job(resource_defs={}, input_values={}, asset_selection=keys)
+    return core_execute_in_process(
+        job=InMemoryJob(job_def=ephemeral),
         run_config=run_config,
+        instance=instance,
+        output_capturing_enabled=False,
         raise_on_error=False,
-        asset_selection=sorted(selection.resolve(defs.resolve_asset_graph())),
-        tags=tags,
+        run_tags=merge_run_tags(
+            job_def=job,
+            partition_key=None,
+            tags=tags,
+            asset_selection=keys,
+            instance=instance,
+            run_config=run_config,
+        ),
+        asset_selection=frozenset(keys),
     )
 
 
@@ -433,7 +458,7 @@ def summary_text(result: BuildResult) -> str:
     output: OutputFolderResource = defs.resources["output_folder"]
     analysis: AnalysisSettings = defs.resources["analysis"]
     frames = {
-        name: read_stored_frame(output.frames_dir(), name, columns=columns)
+        name: read_stored_frame(output.frames_dir(), name, columns=columns, distinct=bool(columns))
         for name, columns in SUMMARY_FRAMES.items()
     }
     flip_grid = frames["flip_grid"]

@@ -19,6 +19,7 @@ import pandas as pd
 
 from deepecg_assets.assets.tables import compile_cache, results_table_stem, table_paths
 from deepecg_assets.assets.transfer import LISTED_CELLS, failed_cells
+from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
 from deepecg_assets.partitions import DATASETS, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis.compile_cache import compile_tables
@@ -121,23 +122,26 @@ def no_bimodal_cells(
 
 @dg.asset_check(
     asset="rank_table",
-    additional_ins={"rank_distribution": dg.AssetIn()},
+    additional_ins={"rank_distribution": dg.AssetIn(metadata={STORED_METADATA: True})},
     description=(
         "The configured metric, models and datasets leave something to rank. A failure means "
         "the rank, tau and flip tables are empty: the analysis selection matches no run."
     ),
 )
 def selection_leaves_runs_to_rank(
-    rank_distribution: dict[str, pd.DataFrame], analysis: AnalysisSettings
+    rank_distribution: dict[str, StoredFrame], analysis: AnalysisSettings
 ) -> dg.AssetCheckResult:
-    """ERROR when the rank distribution is empty: every table built on it would be empty."""
-    rank_distribution = joined(rank_distribution)
+    """ERROR when the rank distribution is empty: every table built on it would be empty.
+
+    Counts the stored rows (one per ranked cell) from each partition's file
+    footer: no frame is read.
+    """
+    cells = sum(stored.num_rows() for stored in rank_distribution.values())
     selection = {
         "metric": analysis.metric,
         "models": analysis.models or "all",
         "datasets": analysis.datasets or "all",
     }
-    cells = len(rank_distribution)
     return dg.AssetCheckResult(
         passed=cells > 0,
         severity=dg.AssetCheckSeverity.ERROR,
@@ -285,10 +289,11 @@ def _compile_check(
     (:func:`~deepecg_assets.assets.tables.compile_cache`) when a picture's
     drawing or an earlier check settled them for the same text and engine;
     the rest are compiled concurrently and stored. A long table (the flip
-    table of a large sweep) is compiled as pieces of its body, concurrently,
-    each cached by its own text, and fails when one piece fails, naming that
-    piece's body lines (:func:`~deepecgkit.analysis.compile_cache.long_table_chunks`
-    says why the whole compiles when every piece does). Without ``output_folder``
+    table of a large sweep) is compiled as one body line of each form, in
+    pieces, concurrently, each cached by its own text, and fails when one
+    piece fails, naming the body lines it spans
+    (:func:`~deepecgkit.analysis.compile_cache.check_pieces`; the module says
+    why the whole compiles when every piece does). Without ``output_folder``
     nothing is looked up or stored. A stored failure fails the
     check with the LaTeX error lines it was stored with.
     """

@@ -25,10 +25,11 @@ of column names:
   every missing cell of the column held the same one, else as ``None``.
 """
 
+import contextlib
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -48,18 +49,25 @@ from deepecgkit.io import atomic_write_bytes
 __all__ = [
     "COLUMNS_METADATA",
     "OBJECT_COLUMNS_KEY",
+    "STORED_METADATA",
     "ParquetFrameIOManager",
     "ParquetFrames",
+    "StoredFrame",
     "frame_from_parquet",
     "frame_metadata",
+    "frame_of_table",
     "frame_to_parquet",
     "input_columns",
     "read_stored_frame",
+    "row_group_rows",
 ]
 
 #: Key of an ``AssetIn``'s metadata naming the columns the input reads (all when absent):
 #: ``dg.AssetIn(metadata={COLUMNS_METADATA: ["dataset"]})``.
 COLUMNS_METADATA = "deepecg/columns"
+#: Key of an ``AssetIn``'s metadata asking for the stored frame unread, as a :class:`StoredFrame`
+#: the step reads rows and columns of itself: ``dg.AssetIn(metadata={STORED_METADATA: True})``.
+STORED_METADATA = "deepecg/stored"
 #: Schema-metadata key listing how each ``object`` column was encoded.
 OBJECT_COLUMNS_KEY = b"deepecg.object_columns"
 #: Widest exact integer Parquet's decimal type holds (digits).
@@ -79,6 +87,12 @@ DICTIONARY_SHARE = 0.1
 #: default) for 8% more bytes (docs/benchmarks.md, "Session 20: discovery at 100,000 runs").
 COMPRESSION = "lz4"
 _MISSING_TOKENS = {"none": None, "nan": math.nan, "na": pd.NA}
+#: Uncompressed bytes (Arrow's count) of one row group. A frame of at most this many bytes
+#: is one row group, as Parquet writes it by default; a bigger one is cut into row groups
+#: of about this size, so a reader of some of its rows (:meth:`StoredFrame.read`, a
+#: dataset's rows of ``discovered_runs``) decodes only the row groups that hold them:
+#: at 100,000 runs one dataset's rows are 5% of that frame's 98 MB.
+ROW_GROUP_BYTES = 1 << 20
 
 
 def _is_missing(value: Any) -> bool:
@@ -149,8 +163,20 @@ def frame_to_parquet(frame: pd.DataFrame) -> bytes:
         buffer,
         use_dictionary=_dictionary_columns(table),
         compression=COMPRESSION,
+        row_group_size=row_group_rows(table),
     )
     return buffer.getvalue()
+
+
+def row_group_rows(table: pa.Table) -> int | None:
+    """Rows per row group: None (Parquet's default, one group) up to :data:`ROW_GROUP_BYTES`.
+
+    A bigger table gets ``ROW_GROUP_BYTES`` divided by its mean row size
+    (at least one row), decided by the table's own size, never by its name.
+    """
+    if table.nbytes <= ROW_GROUP_BYTES or table.num_rows == 0:
+        return None
+    return max(1, ROW_GROUP_BYTES * table.num_rows // table.nbytes)
 
 
 def _dictionary_columns(table: pa.Table) -> list[str]:
@@ -189,12 +215,17 @@ def frame_from_parquet(data: bytes, *, columns: Sequence[str] | None = None) -> 
     80 of its 98 MB, and most readers never look at it.
     """
     if columns is not None:
-        stored = pq.read_schema(io.BytesIO(data)).names
-        missing = sorted(set(columns) - set(stored))
-        if missing:
-            raise KeyError(f"the stored frame has no column(s) {missing}")
-        columns = [name for name in stored if name in set(columns)]
-    table = pq.read_table(io.BytesIO(data), columns=columns)
+        columns = _stored_columns(pq.read_schema(io.BytesIO(data)).names, columns)
+    return frame_of_table(pq.read_table(io.BytesIO(data), columns=columns))
+
+
+def frame_of_table(table: pa.Table) -> pd.DataFrame:
+    """The frame a table read from a stored file holds (columns or rows of it, or all).
+
+    The schema's metadata (pyarrow's pandas metadata and :data:`OBJECT_COLUMNS_KEY`)
+    restores the dtypes and values. A table of fewer rows than were stored gets a
+    fresh ``RangeIndex`` where the frame had one.
+    """
     decoding = json.loads((table.schema.metadata or {}).get(OBJECT_COLUMNS_KEY, b"{}"))
     decoding = {name: how for name, how in decoding.items() if name in table.column_names}
     objects = {name: table.column(name) for name in decoding}
@@ -235,17 +266,16 @@ class ParquetFrameIOManager(dg.UPathIOManager):
         else:
             path.write_bytes(data)
 
-    def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
+    def load_from_path(self, context: dg.InputContext, path: UPath) -> "pd.DataFrame | StoredFrame":
+        """The stored frame, or a :class:`StoredFrame` when the input asks for one."""
+        if (context.definition_metadata or {}).get(STORED_METADATA):
+            if not path.exists():
+                raise _missing_frame(context, path)
+            return StoredFrame(path)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            partition = f" partition {path.stem!r}" if context.has_asset_partitions else ""
-            raise dg.Failure(
-                description=(
-                    f"stored frame {path} is missing; materialise "
-                    f"{context.asset_key.to_user_string()}{partition} first"
-                )
-            ) from None
+            raise _missing_frame(context, path) from None
         return frame_from_parquet(data, columns=input_columns(context))
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
@@ -274,6 +304,120 @@ class ParquetFrameIOManager(dg.UPathIOManager):
             key: self.load_from_path(context=context, path=path)
             for key, path in sorted(self._get_paths_for_partitions(context).items())
         }
+
+
+def _missing_frame(context: dg.InputContext, path: UPath) -> dg.Failure:
+    """The failure of a step whose input's stored frame is missing: what to materialise first."""
+    partition = f" partition {path.stem!r}" if context.has_asset_partitions else ""
+    return dg.Failure(
+        description=(
+            f"stored frame {path} is missing; materialise "
+            f"{context.asset_key.to_user_string()}{partition} first"
+        )
+    )
+
+
+class StoredFrame:
+    """A stored frame not read yet: the step reads the rows and columns it needs.
+
+    What an input marked :data:`STORED_METADATA` receives (one per partition
+    of a partitioned asset, in a ``{partition key: StoredFrame}`` mapping).
+    At 100,000 runs a dataset's step needs 5% of ``discovered_runs``' rows
+    and 11 of its 16 columns; reading the whole frame first cost more than
+    the step's statistics. The file is read where it lies (a local path or
+    any ``fsspec`` URL), never copied into memory whole.
+    """
+
+    def __init__(self, path: UPath) -> None:
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"StoredFrame({str(self.path)!r})"
+
+    @contextlib.contextmanager
+    def _file(self) -> Iterator[pq.ParquetFile]:
+        """The stored file, open while the block runs (Parquet reads its pieces lazily)."""
+        local = self.path.protocol in ("", "file", "local")
+        with open(self.path.path, "rb") if local else self.path.open("rb") as handle:
+            yield pq.ParquetFile(handle)
+
+    def num_rows(self) -> int:
+        """Rows of the stored frame, from the file's footer (no column is read)."""
+        with self._file() as file:
+            return file.metadata.num_rows
+
+    def column_names(self) -> list[str]:
+        """The stored frame's columns, in order, from the file's footer (no column is read)."""
+        with self._file() as file:
+            schema = file.schema_arrow
+        index = {
+            c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)
+        }
+        return [name for name in schema.names if name not in index]
+
+    def distinct(self, column: str) -> list[Any]:
+        """The distinct values of ``column`` as the frame holds them, in order of first row.
+
+        One column is read, and only its distinct values become Python objects
+        (the 100,000-row ``dataset`` column of ``discovered_runs`` holds 20
+        names). A column the frame lacks raises ``KeyError``.
+        """
+        with self._file() as file:
+            schema = file.schema_arrow
+            names = _stored_columns(schema.names, [column])
+            values = pc.unique(file.read(columns=names).column(column))
+        field = schema.field(column)
+        table = pa.Table.from_arrays([values], schema=pa.schema([field], metadata=schema.metadata))
+        return frame_of_table(table)[column].tolist()
+
+    def read(
+        self,
+        *,
+        columns: Sequence[str] | None = None,
+        where: tuple[str, Callable[[Any], bool]] | None = None,
+    ) -> pd.DataFrame:
+        """The stored frame, or ``columns`` of it (stored order), or the rows ``where`` keeps.
+
+        ``where=(column, keep)`` keeps the rows whose ``column`` value ``v``
+        has ``keep(v)`` true (``keep`` is called once per distinct value; a
+        missing value is ``None``), in their stored order; only the row
+        groups holding such rows are decoded. Dtypes and values are those of
+        :func:`frame_from_parquet`; a frame with a ``RangeIndex`` gets a
+        fresh one of the rows kept. A column the frame lacks raises ``KeyError``.
+        """
+        with self._file() as file:
+            names = _stored_columns(file.schema_arrow.names, columns)
+            if where is None:
+                return frame_of_table(file.read(columns=names))
+            column, keep = where
+            if column not in file.schema_arrow.names:
+                raise KeyError(f"the stored frame has no column {column!r}")
+            mask = _kept_rows(file.read(columns=[column]).column(column), keep)
+            sizes = [file.metadata.row_group(i).num_rows for i in range(file.num_row_groups)]
+            bounds = np.cumsum([0, *sizes])
+            groups = [i for i in range(len(sizes)) if mask[bounds[i] : bounds[i + 1]].any()]
+            if not groups:
+                return frame_of_table(file.schema_arrow.empty_table().select(names))
+            table = file.read_row_groups(groups, columns=names)
+        kept = np.concatenate([mask[bounds[i] : bounds[i + 1]] for i in groups])
+        return frame_of_table(table.filter(kept))
+
+
+def _stored_columns(stored: Sequence[str], columns: Sequence[str] | None) -> list[str]:
+    """``columns`` in the stored order (all when None); a name not stored raises ``KeyError``."""
+    if columns is None:
+        return list(stored)
+    missing = sorted(set(columns) - set(stored))
+    if missing:
+        raise KeyError(f"the stored frame has no column(s) {missing}")
+    return [name for name in stored if name in set(columns)]
+
+
+def _kept_rows(values: pa.ChunkedArray, keep: Callable[[Any], bool]) -> np.ndarray:
+    """Boolean mask of the rows whose value ``keep`` keeps, ``keep`` called per distinct value."""
+    distinct = pc.unique(values)
+    kept = pa.array([v for v in distinct.to_pylist() if keep(v)], type=values.type)
+    return pc.is_in(values, value_set=kept, skip_nulls=False).to_numpy(zero_copy_only=False)
 
 
 def input_columns(context: dg.InputContext) -> list[str] | None:
@@ -316,18 +460,30 @@ class ParquetFrames(dg.ConfigurableIOManagerFactory):
 
 
 def read_stored_frame(
-    frames_dir: Path, asset: str, *, columns: Sequence[str] | None = None
+    frames_dir: Path,
+    asset: str,
+    *,
+    columns: Sequence[str] | None = None,
+    distinct: bool = False,
 ) -> pd.DataFrame:
     """The frame of ``asset`` as a local store holds it: one file, or its partitions joined.
 
     Partitions are joined in key order (:func:`deepecg_assets.partitions.joined`),
     as the cross-dataset assets read them. ``columns``: as :func:`frame_from_parquet`.
+    ``distinct``: each file's distinct rows only (first occurrences, in order), dropped
+    before the partitions are joined, for a reader that counts names: the long runs
+    frames of 100,000 runs hold 1.8 million rows, 18 per run.
     """
+
+    def read(path: Path) -> pd.DataFrame:
+        frame = frame_from_parquet(path.read_bytes(), columns=columns)
+        return frame.drop_duplicates(ignore_index=True) if distinct else frame
+
     single = frames_dir / f"{asset}{FRAME_SUFFIX}"
     if single.is_file():
-        return frame_from_parquet(single.read_bytes(), columns=columns)
+        return read(single)
     parts = {
-        path.name[: -len(FRAME_SUFFIX)]: frame_from_parquet(path.read_bytes(), columns=columns)
+        path.name[: -len(FRAME_SUFFIX)]: read(path)
         for path in sorted((frames_dir / asset).glob(f"*{FRAME_SUFFIX}"))
     }
     return joined(parts, columns=columns or ())

@@ -151,6 +151,13 @@ class RunRootsResource(dg.ConfigurableResource):
         return text.strip().lower() not in _FALSE_WORDS
 
 
+#: File name of the run cache under ``<output>/cache``.
+RUN_CACHE_NAME = "run_records.cache"
+#: Its name before the cache was columnar (JSON lines, 120 MB at 100,000 runs): discovery
+#: removes such a file once it has saved the new one, so an upgrade leaves no stale copy.
+LEGACY_RUN_CACHE_NAME = "run_records.jsonl"
+
+
 class OutputFolderResource(dg.ConfigurableResource):
     """Where frames (``frames/``), tables (``tables/``) and caches (``cache/``) are written."""
 
@@ -170,7 +177,12 @@ class OutputFolderResource(dg.ConfigurableResource):
         return self.root() / "tables"
 
     def cache_file(self) -> Path:
-        return self.root() / "cache" / "run_records.jsonl"
+        """The run cache (:mod:`deepecgkit.rundir.cache`: a header line, then Parquet)."""
+        return self.root() / "cache" / RUN_CACHE_NAME
+
+    def legacy_cache_file(self) -> Path:
+        """Where the run cache lived in its JSON-lines format (removed by discovery)."""
+        return self.cache_file().with_name(LEGACY_RUN_CACHE_NAME)
 
     def tree_index_file(self) -> Path:
         """The sensor's index of the run roots (:mod:`deepecgkit.rundir.tree_index`)."""

@@ -262,7 +262,7 @@ def new_runs_sensor(
         return dg.SensorResult(skip_reason=dg.SkipReason(f"cannot refresh: {exc}"))
     if cache.misses or cache.damaged:
         # Parsed runs are remembered, so the requested discovery does not parse them again;
-        # runs that no longer exist, and damaged lines, leave the cache.
+        # runs that no longer exist leave the cache, and a damaged file is written whole again.
         cache.prune_unvisited()
         cache.save(output_folder.cache_file())
     registered = set(context.instance.get_dynamic_partitions(DATASET_PARTITIONS))

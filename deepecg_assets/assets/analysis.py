@@ -11,6 +11,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
 from deepecg_assets.partitions import joined
 from deepecg_assets.resources import AnalysisSettings
 from deepecg_assets.sensors import EAGER
@@ -76,25 +77,39 @@ def flip_grid(paired_differences: dict[str, pd.DataFrame], analysis: AnalysisSet
     return dg.Output(flips, metadata=metadata)
 
 
-@dg.asset(group_name=ANALYSIS_GROUP, automation_condition=EAGER, kinds=_KINDS)
+_STORED = dg.AssetIn(metadata={STORED_METADATA: True})
+
+
+@dg.asset(
+    group_name=ANALYSIS_GROUP,
+    automation_condition=EAGER,
+    kinds=_KINDS,
+    ins={"paired_differences": _STORED, "aggregates": _STORED},
+)
 def rank_claims(
-    paired_differences: dict[str, pd.DataFrame],
-    aggregates: dict[str, pd.DataFrame],
+    paired_differences: dict[str, StoredFrame],
+    aggregates: dict[str, StoredFrame],
     analysis: AnalysisSettings,
 ) -> pd.DataFrame:
     """Verdicts for the configured "best on one dataset, worst on another" claims.
 
     Computed from the claimed datasets' paired differences (the models each
     dataset holds come from its aggregates). Empty unless ``analysis.claims``
-    names some. Look at: verdict and p_claim_directional of each claim.
+    names some; then no stored frame is read. Look at: verdict and
+    p_claim_directional of each claim.
     """
     analysis.checked()
-    differences = joined(paired_differences, columns=PAIRED_DIFFERENCE_COLUMNS)
-    dataset_models = {
-        str(frame["dataset"].iloc[0]): set(frame["model"].astype(str))
-        for frame in aggregates.values()
-        if len(frame)
-    }
+    if not analysis.claims:
+        return pd.DataFrame([], columns=CLAIM_COLUMNS)
+    differences = joined(
+        {key: stored.read() for key, stored in paired_differences.items()},
+        columns=PAIRED_DIFFERENCE_COLUMNS,
+    )
+    dataset_models = {}
+    for stored in aggregates.values():
+        frame = stored.read(columns=["dataset", "model"])
+        if len(frame):
+            dataset_models[str(frame["dataset"].iloc[0])] = set(frame["model"].astype(str))
     rows = []
     for claim in analysis.claims:
         result = rank_claim_from_differences(

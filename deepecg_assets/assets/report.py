@@ -21,7 +21,7 @@ from deepecg_assets.sensors import EAGER
 from deepecgkit.analysis.compare.errors import ComparisonError
 from deepecgkit.analysis.constants import DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_RESAMPLES, REPORT_BINS
 from deepecgkit.statistical_report import statistical_report as build_report
-from deepecgkit.statistical_report.identity import run_facts
+from deepecgkit.statistical_report.frame_recall import run_columns
 from deepecgkit.statistical_report.report import MAX_REPORT_BINS
 
 REPORT_GROUP = "report"
@@ -94,7 +94,7 @@ def statistical_report(
         result = build_report(
             None,
             out_dir,
-            records=run_facts(runs),
+            records=run_columns(runs),
             bins=config.bins,
             n_resamples=config.n_resamples,
             confidence_level=analysis.confidence_level,

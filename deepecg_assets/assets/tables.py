@@ -14,7 +14,7 @@ import dagster as dg
 import pandas as pd
 
 from deepecg_assets.metadata_images import picture_name, table_picture_metadata
-from deepecg_assets.parquet_frames import COLUMNS_METADATA
+from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
 from deepecg_assets.partitions import DATASETS, SINGLE_RUN, dataset_keys, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecg_assets.sensors import EAGER
@@ -130,10 +130,10 @@ def results_tables(
     automation_condition=EAGER,
     kinds={"json"},
     deps=[results_tables],
-    ins={"discovered_runs": dg.AssetIn(metadata={COLUMNS_METADATA: ["dataset"]})},
+    ins={"discovered_runs": dg.AssetIn(metadata={STORED_METADATA: True})},
 )
 def results_index(
-    discovered_runs: pd.DataFrame, output_folder: OutputFolderResource
+    discovered_runs: StoredFrame, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
     """``results_tables.json``: which dataset each results table holds; stale tables removed.
 
@@ -141,7 +141,7 @@ def results_index(
     found: the table (and picture) of a dataset that is gone is removed, so it
     cannot end up in a paper. Look at: removed_stale.
     """
-    datasets = set(discovered_runs["dataset"].astype(str)) if len(discovered_runs) else set()
+    datasets = {str(name) for name in discovered_runs.distinct("dataset")}
     keys = dataset_keys(datasets)
     directory = output_folder.tables_dir()
     index = {f"{results_table_stem(key)}.tex": dataset for key, dataset in keys.items()}

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from deepecg_assets.assets.tables import PREVIEW_CHARACTERS, remove_stale
 from deepecg_assets.metadata_images import figure_metadata, picture_name, table_picture_metadata
+from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
 from deepecg_assets.resources import OutputFolderResource
 from deepecg_assets.sensors import EAGER
 from deepecgkit.analysis.latex import (
@@ -94,11 +95,16 @@ def _transfer_rows(matrix) -> list[dict]:
     return rows
 
 
-@dg.asset(group_name=TRANSFER_GROUP, automation_condition=EAGER, kinds={"pytorch", "csv"})
+@dg.asset(
+    group_name=TRANSFER_GROUP,
+    automation_condition=EAGER,
+    kinds={"pytorch", "csv"},
+    ins={"discovered_runs": dg.AssetIn(metadata={STORED_METADATA: True})},
+)
 def transfer_matrix(
     context: dg.AssetExecutionContext,
     config: TransferConfig,
-    discovered_runs: pd.DataFrame,
+    discovered_runs: StoredFrame,
     output_folder: OutputFolderResource,
 ) -> dg.Output[pd.DataFrame]:
     """Probe score per (encoder source, probe target) for every architecture with checkpoints.
@@ -114,7 +120,7 @@ def transfer_matrix(
             description=f"metric must be one of {', '.join(PROBE_METRICS)}, got {config.metric!r}"
         )
     checkpoints, missing = find_encoder_checkpoints(
-        frame_to_records(runs_with_checkpoints(discovered_runs))
+        frame_to_records(stored_runs_with_checkpoints(discovered_runs))
     )
     for problem in missing:
         context.log.warning("recorded encoder checkpoint not usable: %s", problem)
@@ -209,6 +215,24 @@ def runs_with_checkpoints(runs: pd.DataFrame) -> pd.DataFrame:
     if "checkpoint" not in runs.columns:
         return runs
     return runs.loc[runs["checkpoint"].notna()]
+
+
+def stored_runs_with_checkpoints(runs: StoredFrame) -> pd.DataFrame:
+    """:func:`runs_with_checkpoints` of a stored records frame, reading only those rows.
+
+    At 100,000 runs the whole frame is 98 MB of metrics text, and a corpus
+    without checkpoints has no row to read: only the ``checkpoint`` column
+    is decoded then. Equal to ``runs_with_checkpoints(runs.read())`` but for
+    the index (a fresh one), which no reader of records looks at.
+    """
+    if "checkpoint" not in runs.column_names():
+        return runs.read()
+    return runs.read(where=("checkpoint", _is_recorded))
+
+
+def _is_recorded(checkpoint: object) -> bool:
+    """Whether a ``checkpoint`` cell names a checkpoint (what ``notna`` keeps)."""
+    return not pd.isna(checkpoint)
 
 
 def transfer_cache_path(output_folder: OutputFolderResource) -> Path:

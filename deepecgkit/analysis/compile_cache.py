@@ -21,21 +21,29 @@ entry that cannot be read is a miss, never an error.
 Independent compiles run concurrently (:func:`map_concurrently`): each
 engine run is a single-threaded subprocess, so threads suffice.
 
-A long table is checked in pieces (:func:`long_table_chunks`). pdfTeX is
+A long table is checked on one body line of each form (:func:`check_pieces`,
+:mod:`deepecgkit.analysis.line_forms`: lines that differ only in digits TeX
+typesets compile alike), in pieces (:func:`long_table_chunks`). pdfTeX is
 single-threaded, and the flip table of a 100,000-run sweep (232,750 rows,
-35 MB, 4,969 pages) took 56 s in one run, close to the 60 s timeout; its
-pieces of :data:`CHUNK_LINES` body lines are complete documents with the
-same header, compiled concurrently on the machine's cores and cached one by
-one. Each piece repeats the line before it, so every pair of adjacent body
-lines is typeset together somewhere (a row that a ``\\`` before it would
-misread is still caught). The whole compiles if every piece does because
+35 MB, 4,969 pages) took 56 s in one run, close to the 60 s timeout, and
+70 CPU seconds in pieces; its 233,139 body lines have 220 forms, and the
+817 lines that hold every form after every form that precedes one compile
+in a third of a second (docs/benchmarks.md, session 21). Pieces of at most
+:data:`CHUNK_LINES` body lines are complete documents with the same header,
+compiled concurrently on the machine's cores and cached one by one. Each
+piece repeats the line before it, so every pair of adjacent lines it checks
+is typeset together somewhere (a row that a ``\\`` before it would misread
+is still caught). The whole compiles if every piece does because
 an emitted body line is a self-contained row, rule or note: names are
 escaped (:func:`~deepecgkit.analysis.latex.escape_latex`), so no row can
 define a macro, change a catcode or open a group that a later row closes,
 and a longtable ships each page out as it fills, so no resource but page
 and PDF-object counts grows with the table (4,969 pages used 16,072 of
 pdfTeX's 8,388,607 objects). That residual risk, a table far past a
-million pages, is the one the pieces do not see. One failing piece fails
+million pages, is the one the pieces do not see; the forms add one
+assumption, argued in :mod:`~deepecgkit.analysis.line_forms`: a digit that
+TeX typesets (not one it reads as a number) never decides whether a line
+compiles. One failing piece fails
 the table, with the error lines of that piece and the body lines it holds.
 
 Measured and left out: pdfTeX's ``-draftmode`` saved about 10% of the CPU of
@@ -63,12 +71,14 @@ from deepecgkit.analysis.latex import (
     is_long_table,
     standalone_document,
 )
+from deepecgkit.analysis.line_forms import representative_body
 from deepecgkit.io import atomic_write_json
 
 __all__ = [
     "CACHE_FORMAT",
     "CHUNK_LINES",
     "CompileCache",
+    "check_pieces",
     "compile_key",
     "compile_tables",
     "long_table_chunks",
@@ -88,6 +98,8 @@ _DEFAULT_TIMEOUT = 60.0
 #: on 16 they would keep every core busy for three rounds, where 10,000 lines (24
 #: pieces) would leave the second of two rounds half empty.
 CHUNK_LINES = 5_000
+#: How a piece of representative lines says so in a failure (see :func:`check_pieces`).
+_FORMS_NOTE = ", one line of each form"
 
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
@@ -156,6 +168,45 @@ def map_concurrently(
         return list(pool.map(function, listed))
 
 
+def _long_table_parts(table: str) -> tuple[list[str], list[str], list[str]] | None:
+    """``(head, body, tail)`` lines of a long table, or None for any other text.
+
+    The body is the lines between ``\\endlastfoot`` and ``\\end{longtable}``;
+    a text without those markers (another table, a file edited by hand) is None.
+    """
+    if not is_long_table(table):
+        return None
+    text = table.split("\n")
+    try:
+        start = text.index(LONG_TABLE_BODY_START) + 1
+        end = len(text) - 1 - text[::-1].index(LONG_TABLE_END)
+    except ValueError:
+        return None
+    if end <= start:
+        return None
+    return text[:start], text[start:end], text[end:]
+
+
+def _pieces(
+    parts: tuple[list[str], list[str], list[str]],
+    numbers: list[int],
+    *,
+    lines: int,
+    count: int,
+    note: str = "",
+) -> list[tuple[str, str]]:
+    """The body lines ``numbers`` (0-based, of ``count``) of ``parts`` in pieces of ``lines``."""
+    head, body, tail = parts
+    return [
+        (
+            "\n".join([*head, *body[max(0, first - 1) : first + lines], *tail]),
+            f"body lines {numbers[first] + 1}-{numbers[min(first + lines, len(body)) - 1] + 1} "
+            f"of {count}{note}",
+        )
+        for first in range(0, len(body), lines)
+    ]
+
+
 def long_table_chunks(table: str, *, lines: int = CHUNK_LINES) -> list[tuple[str, str]]:
     """``table`` as complete tables of at most ``lines`` body lines each, with where each lies.
 
@@ -173,25 +224,36 @@ def long_table_chunks(table: str, *, lines: int = CHUNK_LINES) -> list[tuple[str
     """
     if lines < 1:
         raise ValueError(f"lines must be a positive number of body lines, got {lines!r}")
-    if not is_long_table(table):
+    parts = _long_table_parts(table)
+    if parts is None or len(parts[1]) <= lines:
         return [(table, "")]
-    text = table.split("\n")
-    try:
-        start = text.index(LONG_TABLE_BODY_START) + 1
-        end = len(text) - 1 - text[::-1].index(LONG_TABLE_END)
-    except ValueError:
+    count = len(parts[1])
+    return _pieces(parts, list(range(count)), lines=lines, count=count)
+
+
+def check_pieces(table: str, *, lines: int = CHUNK_LINES) -> list[tuple[str, str]]:
+    """What the compile check of ``table`` compiles, as ``(piece, where)`` pairs.
+
+    A long table whose body has lines of one form
+    (:func:`~deepecgkit.analysis.line_forms.line_form`) is checked on its
+    representative lines (:func:`~deepecgkit.analysis.line_forms.representative_body`:
+    every form, after every form that precedes it somewhere), in their order,
+    in pieces of at most ``lines`` body lines (:func:`long_table_chunks`'
+    layout); ``where`` then names the first and last original body line a
+    piece holds and says that it holds one line of each form. Any other table
+    is checked as :func:`long_table_chunks` cuts it.
+    """
+    if lines < 1:
+        raise ValueError(f"lines must be a positive number of body lines, got {lines!r}")
+    parts = _long_table_parts(table)
+    if parts is None:
         return [(table, "")]
-    body = text[start:end]
-    if end <= start or len(body) <= lines:
-        return [(table, "")]
-    head, tail = text[:start], text[end:]
-    return [
-        (
-            "\n".join([*head, *body[max(0, first - 1) : first + lines], *tail]),
-            f"body lines {first + 1}-{min(first + lines, len(body))} of {len(body)}",
-        )
-        for first in range(0, len(body), lines)
-    ]
+    head, body, tail = parts
+    kept = representative_body(body)
+    if len(kept) == len(body):
+        return long_table_chunks(table, lines=lines)
+    reduced = (head, [body[index] for index in kept], tail)
+    return _pieces(reduced, kept, lines=lines, count=len(body), note=_FORMS_NOTE)
 
 
 def compile_tables(
@@ -204,11 +266,12 @@ def compile_tables(
 ) -> dict[str, tuple[bool, str]]:
     """``(ok, reason)`` of each named table with its engine, as ``compile_table`` gives it.
 
-    A long table is compiled as its pieces (:func:`long_table_chunks`) and
-    compiles when every piece does; a failing piece's reason starts with the
-    body lines it holds. A verdict in ``cache`` is used as it is; each
-    distinct (text, engine) not there, a table or a piece, is compiled once,
-    concurrently with the others, and its settled verdict stored.
+    A long table is compiled as the pieces :func:`check_pieces` gives (one
+    line of each form, in pieces of ``chunk_lines``) and compiles when every
+    piece does; a failing piece's reason starts with the body lines it holds.
+    A verdict in ``cache`` is used as it is; each distinct (text, engine) not
+    there, a table or a piece, is compiled once, concurrently with the others,
+    and its settled verdict stored.
 
     Args:
         tables: LaTeX text by name (a file name, a stem).
@@ -217,7 +280,7 @@ def compile_tables(
         timeout: Seconds each compile (of a table or a piece) may run.
         chunk_lines: Body lines of a long table per piece.
     """
-    pieces = {name: long_table_chunks(tables[name], lines=chunk_lines) for name in tables}
+    pieces = {name: check_pieces(tables[name], lines=chunk_lines) for name in tables}
     verdicts: dict[tuple[str, str], tuple[bool, str]] = {}
     missing: dict[tuple[str, str], None] = {}  # insertion-ordered set
     for name in tables:

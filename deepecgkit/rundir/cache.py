@@ -3,10 +3,27 @@
 Re-discovering a grid of 100,000 runs should not parse 100,000 metrics files
 again when only one run was added. :class:`RunCache` memoises
 :func:`~deepecgkit.rundir.read.read_run` by the path,
-modification time (nanoseconds) and size of each run's metrics file, and is
-persisted as JSON lines between processes. Keying on the metrics file is
-sound because writers put ``classification_metrics.csv`` in place last (see
+modification time (nanoseconds) and size of each run's metrics file. Keying
+on the metrics file is sound because writers put
+``classification_metrics.csv`` in place last (see
 :mod:`deepecgkit.rundir.write`): a rewritten run always changes it.
+
+The cache is columnar: one row per run (:data:`CACHE_SCHEMA`), with the
+metrics file's state, the run's dataset, the record's fields as a records
+frame holds them (the metrics as ``json.dumps`` text, the ``suspect``
+notes as JSON text, integers as decimal text so that a seed of any size
+stays exact) and, for a run that could not be read, its reason. A warm
+refresh ``stat``-s every candidate, compares the states with the cache's
+columns at once (numpy), parses only the runs that changed, and takes the
+unchanged runs' rows out of the columns
+(:meth:`RunCache.candidate_columns`): no Python record per unchanged run.
+
+On disk the cache is one JSON header line (format version and the SHA-256
+of the body) followed by the body, the rows as Parquet, sorted by path. A
+file is used only when its header names this format and its checksum, its
+Parquet and its schema are whole; anything else (a file another tool
+edited, a file cut short, an older format) is ignored as a whole, logged,
+and every run parsed again: never a wrong record, never a crash.
 
 :func:`scan_tree_state` summarises a tree as the sorted (path, mtime, size)
 triples of its *readable* runs plus a short digest of them. A sensor stores
@@ -22,33 +39,26 @@ file (see :func:`~deepecgkit.rundir.read.read_run`).
 The platform recomputes per dataset, so the sensor and the discovery asset
 also need the state of each dataset's runs: :meth:`RunCache.dataset_digests`
 gives the same short digest per dataset over the runs the cache visited.
-Each saved line carries its run's dataset in a field of its own, so a
-sensor tick learns every run's dataset without decoding its record.
-
-A warm refresh of the platform wants the records *frame*, whose metrics
-column is each record's metrics as JSON text. Each saved line therefore
-keeps a record's metrics as a field of its own, exactly the text
-``json.dumps`` gave for the parsed metrics, and the header holds the
-SHA-256 of the body: when it matches, every line is as :meth:`RunCache.save`
-wrote it, and :meth:`RunCache.read_encoded` hands an unchanged run's saved
-texts on without decoding its numbers (and :meth:`RunCache.save` writes its
-line back as it was). When it does not (a file another tool edited, or
-damaged), every record is decoded, checked and encoded again as it is used,
-and a damaged line is dropped, its run parsed again: never a wrong record.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import math
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from deepecgkit.io import (
     REASON_MISSING,
@@ -57,12 +67,13 @@ from deepecgkit.io import (
     display_path,
     read_regular_file,
 )
-from deepecgkit.rundir.format import METRICS_FILENAME
+from deepecgkit.rundir.format import METRICS_FILENAME, SPLIT_SIZE_KEYS
 from deepecgkit.rundir.listing import ListingRecord
 from deepecgkit.rundir.read import find_run_candidate_paths, read_runs
-from deepecgkit.rundir.records import EncodedRecord, RunRecord, UnreadableRun, encoded_record
+from deepecgkit.rundir.records import EncodedRecord, RunRecord, UnreadableRun
 
 __all__ = [
+    "CACHE_SCHEMA",
     "FileState",
     "RunCache",
     "ScannedRun",
@@ -79,11 +90,47 @@ logger = logging.getLogger(__name__)
 DIGEST_LENGTH = 16
 #: Version of the cache file format; a file of another version is ignored. Version 3
 #: added unreadable runs' reasons and the records' ``suspect`` notes; version 4 the
-#: dataset of each readable run as a field of its own (null for an unreadable run);
-#: version 5 the records' ``checkpoint``, each record's metrics text as a field of its
-#: own, and the SHA-256 of the body in the header (see :class:`RunCache`).
-CACHE_FORMAT_VERSION = 5
+#: dataset of each readable run as a field of its own; version 5 the records'
+#: ``checkpoint``, each record's metrics text as a field of its own, and the SHA-256 of
+#: the body in the header; version 6 replaced the JSON lines by a Parquet body, one
+#: row per run (:data:`CACHE_SCHEMA`).
+CACHE_FORMAT_VERSION = 6
 
+#: Fields of a record kept as decimal text (exact at any size; null when unknown).
+_INT_FIELDS = ("seed", *SPLIT_SIZE_KEYS, "returncode")
+#: Fields of a record kept as text (null when the record has none).
+_TEXT_FIELDS = ("model", "dataset", "averaging", "metrics", "fingerprint", "suspect", "checkpoint")
+
+#: The columns of a saved cache, one row per run. ``path`` is the run directory as
+#: ``os.fsencode`` gives it (a name need not be UTF-8); ``mtime_ns`` and ``size`` the
+#: metrics file's state the run was read at; ``reason`` says why a run is unreadable
+#: (null for a readable run, whose record fields are null otherwise). ``metrics`` is
+#: ``json.dumps`` of the record's metrics and ``suspect`` the JSON list of its notes,
+#: as a records frame (:func:`~deepecgkit.rundir.records.records_to_frame`) holds them.
+CACHE_SCHEMA = pa.schema(
+    [
+        ("path", pa.binary()),
+        ("mtime_ns", pa.int64()),
+        ("size", pa.int64()),
+        ("reason", pa.string()),
+        ("model", pa.string()),
+        ("dataset", pa.string()),
+        ("seed", pa.string()),
+        ("multi_label", pa.bool_()),
+        ("averaging", pa.string()),
+        ("metrics", pa.string()),
+        *[(field, pa.string()) for field in SPLIT_SIZE_KEYS],
+        ("mtime", pa.float64()),
+        ("returncode", pa.string()),
+        ("fingerprint", pa.string()),
+        ("suspect", pa.string()),
+        ("checkpoint", pa.string()),
+    ]
+)
+#: The record fields of :data:`CACHE_SCHEMA`, in :class:`RunRecord` order (no ``run_dir``).
+RECORD_FIELDS = tuple(field for field in RunRecord._fields if field != "run_dir")
+#: Fields every readable row holds (the others are null when the record has none).
+_REQUIRED_FIELDS = ("model", "dataset", "multi_label", "averaging", "metrics", "mtime", "suspect")
 
 #: A run directory's path plus this is its metrics file's path.
 _METRICS_SUFFIX = os.sep + METRICS_FILENAME
@@ -111,273 +158,291 @@ def metrics_file_state(run_dir: Path | str) -> FileState | None:
     return FileState(directory, info.st_mtime_ns, info.st_size)
 
 
-def _float_or_nan(value: Any) -> float:
-    return math.nan if value is None else float(value)
+def _int_text(value: int | None) -> str | None:
+    return None if value is None else str(value)
 
 
-#: Fields of a record saved in its line's record text: all but the directory (the line's
-#: key) and the metrics (a field of their own).
-_SAVED_FIELDS = tuple(f for f in RunRecord._fields if f not in ("run_dir", "metrics"))
-#: The keys of a saved record text, as a set to compare a decoded object's keys with.
-_RECORD_KEYS = frozenset(_SAVED_FIELDS)
+def _suspect_text(notes: tuple[str, ...]) -> str:
+    """The notes as a records frame holds them: ``[]`` for none, else their JSON list."""
+    return "[]" if notes == () else json.dumps(list(notes))
 
 
-def _record_texts(record: RunRecord) -> tuple[str, str]:
-    """A record's saved record text and metrics text (``json.dumps(record.metrics)``)."""
-    data = dict(zip(RunRecord._fields, record, strict=True))
-    return json.dumps({field: data[field] for field in _SAVED_FIELDS}), json.dumps(record.metrics)
+def _result_values(result: RunRecord | UnreadableRun) -> dict[str, Any]:
+    """One parsed result as the values of a cache row (all but path and file state)."""
+    if isinstance(result, UnreadableRun):
+        return {"reason": result.reason}
+    values: dict[str, Any] = dict(zip(RunRecord._fields, result, strict=True))
+    del values["run_dir"]
+    for field in _INT_FIELDS:
+        values[field] = _int_text(values[field])
+    values["metrics"] = json.dumps(result.metrics)
+    values["suspect"] = _suspect_text(result.suspect)
+    values["reason"] = None
+    return values
 
 
-def _saved_fields(text: str | Any) -> dict[str, Any]:
-    """A line's record text decoded (or given decoded); ``ValueError`` and friends if damaged."""
-    data = json.loads(text) if isinstance(text, str) else text
-    if not isinstance(data, dict) or data.keys() != _RECORD_KEYS:
-        raise ValueError(f"a record needs exactly the keys {', '.join(_SAVED_FIELDS)}")
-    if not isinstance(data["model"], str) or not isinstance(data["dataset"], str):
-        raise ValueError("model and dataset must be strings")
-    data["suspect"] = tuple(map(str, data["suspect"]))
-    return data
+def _metrics_of(text: str) -> dict[str, float]:
+    """A saved metrics text decoded, every value a float (null: NaN)."""
+    return {
+        name: math.nan if value is None else float(value)
+        for name, value in json.loads(text).items()
+    }
 
 
-def _record_from_json(text: str, metrics_text: str, run_dir: Path) -> RunRecord:
-    """Decode one saved record of the run directory ``run_dir``; ``ValueError`` when damaged.
-
-    Metrics that JSON already decoded as floats are kept as decoded; only a
-    null (NaN) or an integer goes through a conversion.
-    """
-    data = _saved_fields(text)
-    metrics = json.loads(metrics_text)
-    if not isinstance(metrics, dict):
-        raise ValueError("the metrics must be a JSON object")
-    if not set(map(type, metrics.values())) <= {float}:
-        metrics = {name: _float_or_nan(value) for name, value in metrics.items()}
-    return RunRecord(run_dir=run_dir, metrics=metrics, **data)
+def _result_of(values: Mapping[str, Any], run_dir: Path) -> RunRecord | UnreadableRun:
+    """The :class:`RunRecord` (or :class:`UnreadableRun`) of one cache row's values."""
+    if values["reason"] is not None:
+        return UnreadableRun(run_dir, values["reason"])
+    fields = {field: values[field] for field in RECORD_FIELDS}
+    for field in _INT_FIELDS:
+        fields[field] = None if fields[field] is None else int(fields[field])
+    fields["metrics"] = _metrics_of(fields["metrics"])
+    fields["suspect"] = tuple(json.loads(fields["suspect"]))
+    return RunRecord(run_dir=run_dir, **fields)
 
 
-def _json_string(field: str) -> str | None:
-    """A field holding one JSON string, decoded; None when it holds anything else.
+def _encoded_of(values: Mapping[str, Any], run_dir: str) -> EncodedRecord | UnreadableRun:
+    """The :class:`EncodedRecord` (or :class:`UnreadableRun`) of one cache row's values."""
+    if values["reason"] is not None:
+        return UnreadableRun(Path(run_dir), values["reason"])
+    fields = {field: values[field] for field in RECORD_FIELDS}
+    for field in _INT_FIELDS:
+        fields[field] = None if fields[field] is None else int(fields[field])
+    fields["suspect"] = tuple(json.loads(fields["suspect"]))
+    return EncodedRecord(run_dir=run_dir, **fields)
 
-    ``json.dumps`` escapes every quote, backslash, control and non-ASCII
-    character with a backslash, so between the quotes of a field of
-    printable ASCII without a backslash or another quote is the string
-    itself; only other fields go through the JSON decoder (100,000 decoder
-    calls are a tenth of a second a cache load need not pay).
-    """
-    inner = field[1:-1]
-    if (
-        len(field) >= 2
-        and field[0] == field[-1] == '"'
-        and inner.isascii()
-        and inner.isprintable()
-        and "\\" not in inner
-        and '"' not in inner
-    ):
-        return inner
+
+def _path_array(paths: Sequence[str]) -> pa.Array:
+    """Run directories as the ``path`` column (bytes, as ``os.fsencode`` gives them)."""
     try:
-        value = json.loads(field)
-    except ValueError:
-        return None
-    return value if isinstance(value, str) else None
+        return pa.array(paths, pa.string()).cast(pa.binary())
+    except (UnicodeEncodeError, pa.ArrowException):  # a name that is not UTF-8
+        return pa.array([os.fsencode(path) for path in paths], pa.binary())
 
 
-def _plausible_text(text: str) -> bool:
-    """Whether a cached record's text can be whole: a JSON object or a JSON string, no NUL.
-
-    A line cut short (a crash while a foreign tool rewrote the file, a disk
-    filling up) loses its closing brace or quote, which this cheap check
-    catches without decoding every record at load time.
-    """
-    if "\0" in text:
-        return False
-    if text.startswith("{"):
-        return text.endswith("}")
-    return len(text) >= 2 and text.startswith('"') and text.endswith('"')
-
-
-class _Entry:
-    """One cached run: the file state it was read at and its result, decoded on first use.
-
-    The result is a :class:`RunRecord` or, for a run that could not be read,
-    an :class:`UnreadableRun`. A saved cache holds each result as JSON text
-    (a record as an object of its fields and its metrics as a second
-    object, an unreadable run's reason as a string); decoding 100,000
-    records costs seconds, and a sensor tick only needs to know *whether* a
-    run was readable and its dataset, so an entry loaded from a file keeps
-    its saved ``line`` and decodes it only when the result is asked for.
-    ``dataset`` is the record's dataset (None for an unreadable run).
-    ``trusted`` says that the line is exactly what :meth:`RunCache.save`
-    wrote (the file's checksum matched): only then is its metrics text used
-    as it is (:meth:`encoded`) and the line written back as it was
-    (:meth:`line`).
-    """
-
-    __slots__ = ("_line", "_result", "dataset", "mtime_ns", "readable", "size", "trusted")
-
-    def __init__(
-        self,
-        mtime_ns: int,
-        size: int,
-        result: RunRecord | UnreadableRun | None,
-        *,
-        line: str | None = None,
-        dataset: str | None = None,
-        readable: bool = False,
-        trusted: bool = False,
-    ) -> None:
-        self.mtime_ns, self.size = mtime_ns, size
-        self._result, self._line, self.trusted = result, line, trusted
-        if result is not None:
-            self.readable = isinstance(result, RunRecord)
-            self.dataset = result.dataset if isinstance(result, RunRecord) else None
-        else:
-            self.readable, self.dataset = readable, dataset
-
-    def saved_texts(self) -> tuple[str, str | None]:
-        """The saved result text and metrics text (None for an unreadable run) of a loaded entry."""
-        fields = (self._line or "").split("\t")
-        return fields[4], (fields[5] if len(fields) == 6 else None)
-
-    def pending(self) -> bool:
-        """Whether this is a trusted saved record not decoded yet (see :meth:`encoded`)."""
-        return self._result is None and self.trusted and self.readable
-
-    def result(self, run_dir: Path) -> RunRecord | UnreadableRun:
-        """The cached result; ``ValueError`` and friends when the saved text is damaged."""
-        if self._result is None:
-            text, metrics = self.saved_texts()
-            if metrics is not None:
-                record = _record_from_json(text, metrics, run_dir)
-                if record.dataset != self.dataset:
-                    raise ValueError("the saved dataset field disagrees with the record")
-                self._result = record
-            else:
-                reason = json.loads(text)
-                if not isinstance(reason, str):
-                    raise ValueError("an unreadable run's reason must be a string")
-                self._result = UnreadableRun(run_dir, reason)
-        return self._result
-
-    def encoded(self, run_dir: str) -> EncodedRecord | UnreadableRun:
-        """The decoded result with its metrics encoded again (see :class:`EncodedRecord`).
-
-        For every entry but a :meth:`pending` one, whose record text
-        :meth:`RunCache.read_encoded` decodes with all the others and whose
-        metrics text it uses as saved (``json.dumps`` of the very metrics
-        parsed): both give what ``encoded_record(result)`` gives.
-        ``ValueError`` and friends when the saved text is damaged.
-        """
-        return _encoded(self.result(Path(run_dir)))
-
-    def line(self, path: str) -> str:
-        """The saved line of this entry for the run directory ``path``.
-
-        A trusted entry loaded from a saved line writes that line back as it
-        was, decoded or not: that is what encoding the decoded result would
-        give again, and re-encoding 20,000 unchanged records cost a warm
-        refresh more than a second. Any other result is encoded (an
-        untrusted one decoded first, which raises ``ValueError`` and friends
-        when it is damaged).
-        """
-        if self.trusted and self._line is not None:
-            return self._line
-        result = self.result(Path(path))
-        if isinstance(result, RunRecord):
-            text, metrics = _record_texts(result)
-        else:
-            text, metrics = json.dumps(result.reason), None
-        dataset = json.dumps(self.dataset)
-        head = f"{json.dumps(path)}\t{self.mtime_ns}\t{self.size}\t{dataset}\t{text}"
-        return head if metrics is None else f"{head}\t{metrics}"
-
-
-def _parse_line(line: str, *, trusted: bool) -> tuple[str, _Entry] | None:
-    """One saved line as ``(run directory, entry)``; None when the line is damaged.
-
-    A line is ``path, mtime (ns), size, dataset, result`` separated by tabs,
-    each of path, dataset and result as JSON (which escapes tabs and line
-    breaks), and for a readable run a sixth field, its metrics as a JSON
-    object; the dataset is a string for a readable run and null otherwise.
-    ``trusted``: the line is as :meth:`RunCache.save` wrote it, so the
-    cheap checks for a line cut short are skipped.
-    """
-    fields = line.split("\t")
-    if len(fields) not in (5, 6) or not (trusted or all(map(_plausible_text, fields[4:]))):
-        return None
-    path = fields[0]
-    if trusted and "\\" not in path and path.isascii():
-        # json.dumps wrote it: without an escape, the text between the quotes is the path.
-        run_dir: str | None = path[1:-1]
-    else:
-        run_dir = _json_string(path)
+def _path_list(column: pa.ChunkedArray) -> list[str]:
+    """The ``path`` column as directory strings (``os.fsdecode`` of each)."""
     try:
-        mtime_ns, size = int(fields[1]), int(fields[2])
-    except ValueError:
-        return None
-    if run_dir is None:
-        return None
-    readable = len(fields) == 6
-    if readable:
-        dataset = _json_string(fields[3])
-        if dataset is None or not (fields[4].startswith("{") and fields[5].startswith("{")):
-            return None
-    elif fields[3] == "null" and fields[4].startswith('"'):
-        dataset = None
-    else:
-        return None
-    entry = _Entry(
-        mtime_ns, size, None, line=line, dataset=dataset, readable=readable, trusted=trusted
-    )
-    return run_dir, entry
+        return column.cast(pa.string()).to_pylist()
+    except pa.ArrowException:  # a name that is not UTF-8: surrogate escapes, as os.fsdecode
+        return [os.fsdecode(path) for path in column.to_pylist()]
 
 
-def _encoded(result: RunRecord | UnreadableRun) -> EncodedRecord | UnreadableRun:
-    """A parsed result as :meth:`RunCache.read_encoded` gives it."""
-    return encoded_record(result) if isinstance(result, RunRecord) else result
+def _empty_table() -> pa.Table:
+    return CACHE_SCHEMA.empty_table()
+
+
+def _rows_table(rows: Sequence[tuple[str, int, int, dict[str, Any]]]) -> pa.Table:
+    """Cache rows ``(path, mtime_ns, size, values)`` as a table of :data:`CACHE_SCHEMA`.
+
+    ``ValueError`` when a value cannot be stored (a reason that is not UTF-8).
+    """
+    columns: dict[str, Any] = {
+        "path": _path_array([row[0] for row in rows]),
+        "mtime_ns": pa.array([row[1] for row in rows], pa.int64()),
+        "size": pa.array([row[2] for row in rows], pa.int64()),
+    }
+    for field in CACHE_SCHEMA.names[3:]:
+        kind = CACHE_SCHEMA.field(field).type
+        try:
+            columns[field] = pa.array([row[3].get(field) for row in rows], kind)
+        except (UnicodeEncodeError, pa.ArrowException) as exc:
+            raise ValueError(f"{field} cannot be stored: {exc}") from None
+    return pa.table(columns, schema=CACHE_SCHEMA)
+
+
+def _damage_in(table: pa.Table) -> str | None:
+    """Why the rows of a loaded table cannot all be whole (None when they can).
+
+    Cheap column-wide checks (the checksum already vouches for every byte):
+    a readable row holds every required field, an unreadable one no record,
+    and no path appears twice.
+    """
+    readable = table.column("reason").is_null()
+    for field in _REQUIRED_FIELDS:
+        if pc.any(pc.and_(readable, table.column(field).is_null())).as_py():
+            return f"a readable run without its {field}"
+    if pc.any(pc.and_(pc.invert(readable), table.column("model").is_valid())).as_py():
+        return "an unreadable run with a record"
+    if pc.count_distinct(table.column("path")).as_py() != len(table):
+        return "a run directory listed twice"
+    return None
+
+
+#: A parsed run kept since the cache was created or loaded: directory, state (mtime_ns,
+#: size), result, and the result as the values of its row (:func:`_result_values`).
+_Fresh = tuple[str, int, int, RunRecord | UnreadableRun, dict[str, Any]]
 
 
 class RunCache:
     """:func:`~deepecgkit.rundir.read.read_run` memoised by the state of each metrics file.
 
     Use :meth:`read` as the ``reader`` of
-    :func:`~deepecgkit.rundir.read.discover_runs`. Unreadable runs
-    are cached too, with their reason, so a corrupt directory is not parsed
-    on every refresh; it is parsed again as soon as its metrics file changes.
+    :func:`~deepecgkit.rundir.read.discover_runs`, or the cache itself as
+    the ``cache`` of :func:`~deepecgkit.rundir.read.discover_run_frame`
+    (which asks :meth:`candidate_columns`). Unreadable runs are cached too,
+    with their reason, so a corrupt directory is not parsed on every
+    refresh; it is parsed again as soon as its metrics file changes.
 
-    A cache is never a source of truth: a damaged line of a saved cache is
-    dropped (that run is parsed again), a damaged file is ignored and
-    rebuilt, and each event is logged with the cache's path. Runs that the
-    last scan did not visit are dropped by :meth:`prune_unvisited`.
+    The runs of a loaded file stay in its columns (a pyarrow table, with
+    each row's path, state and dataset in plain arrays for the lookups);
+    runs parsed since are kept as results beside them, and a lookup of a
+    directory finds its current row in one dictionary. A cache is never a
+    source of truth: a damaged file is ignored and rebuilt, and the event
+    is logged with the cache's path. Runs that the last scan did not visit
+    are dropped by :meth:`prune_unvisited`.
     """
 
     def __init__(self, path: Path | str | None = None) -> None:
-        self._entries: dict[str, _Entry] = {}
-        self._visited: set[str] = set()
         self.path = None if path is None else Path(path)
         self.hits = 0
         self.misses = 0
+        #: 1 when the file this cache was loaded from was damaged (and ignored), else 0.
         self.damaged = 0
+        self._set_table(_empty_table(), [])
+        self._fresh: list[_Fresh] = []
+        self._visited: set[str] = set()
         #: ``(path, mtime_ns, size)`` of a saved file that holds exactly these entries
         #: (None once an entry is added, replaced or dropped): :meth:`save` need not
         #: write it again.
         self._saved_file: tuple[Path, int, int] | None = None
 
-    def __len__(self) -> int:
-        return len(self._entries)
+    def _set_table(self, table: pa.Table, paths: list[str]) -> None:
+        """Take ``table``'s rows (directories ``paths``) as this cache's entries."""
+        self._table = table
+        self._mtime = table.column("mtime_ns").to_numpy()
+        self._size = table.column("size").to_numpy()
+        self._datasets: list[str | None] = table.column("dataset").to_pylist()
+        self._paths = paths
+        #: Every entry's current row: below ``len(paths)`` one of the table, above one
+        #: of ``_fresh`` (its position plus ``len(paths)``).
+        self._rows: dict[str, int] = dict(zip(paths, range(len(paths)), strict=True))
 
-    def _current(self, state: FileState) -> _Entry | None:
-        self._visited.add(state.path)
-        entry = self._entries.get(state.path)
-        if entry is None or entry.mtime_ns != state.mtime_ns or entry.size != state.size:
-            return None
-        return entry
+    def __len__(self) -> int:
+        return len(self._rows)
 
     def _where(self) -> str:
         return "in memory" if self.path is None else display_path(self.path)
 
+    # --- one entry ------------------------------------------------------------------------------
+
+    def _state_at(self, row: int) -> tuple[int, int]:
+        """``(mtime_ns, size)`` of the entry at ``row``."""
+        if row < len(self._paths):
+            return int(self._mtime[row]), int(self._size[row])
+        _, mtime_ns, size, _, _ = self._fresh[row - len(self._paths)]
+        return mtime_ns, size
+
+    def _dataset_at(self, row: int) -> str | None:
+        """The dataset of the entry at ``row``; None for an unreadable run."""
+        if row < len(self._paths):
+            return self._datasets[row]
+        result = self._fresh[row - len(self._paths)][3]
+        return result.dataset if isinstance(result, RunRecord) else None
+
+    def _store(self, state: FileState, result: RunRecord | UnreadableRun) -> None:
+        """Keep a parsed result under the state seen *before* parsing it (counted as a miss).
+
+        If the file changed in between, the next lookup misses and parses again.
+        """
+        values = _result_values(result)
+        self._fresh.append((state.path, state.mtime_ns, state.size, result, values))
+        self._rows[state.path] = len(self._paths) + len(self._fresh) - 1
+        self._saved_file = None
+        self.misses += 1
+
     def known_readable(self, state: FileState) -> bool | None:
         """Whether the run at ``state`` was readable; None when it must be parsed."""
-        entry = self._current(state)
-        return None if entry is None else entry.readable
+        self._visited.add(state.path)
+        row = self._rows.get(state.path)
+        if row is None or self._state_at(row) != (state.mtime_ns, state.size):
+            return None
+        return self._dataset_at(row) is not None
+
+    # --- many lookups at once -------------------------------------------------------------------
+
+    def _lookup(self, run_dirs: Sequence[str]) -> tuple[np.ndarray, list[FileState | None]]:
+        """``stat`` each directory's metrics file and find its current entry.
+
+        Returns each directory's row (-1 when it must be parsed: no entry, or
+        one of another state) and its state (None when the metrics file is
+        no regular file; such a directory's entry is dropped). Marks every
+        directory visited. The states are compared with the table's columns
+        at once.
+        """
+        count = len(run_dirs)
+        states = [metrics_file_state(run_dir) for run_dir in run_dirs]
+        rows = np.fromiter(map(self._rows.get, run_dirs, [-1] * count), np.int64, count)
+        mtimes = np.fromiter((0 if s is None else s.mtime_ns for s in states), np.int64, count)
+        sizes = np.fromiter((-1 if s is None else s.size for s in states), np.int64, count)
+        present = sizes >= 0
+        for number in np.flatnonzero(~present & (rows >= 0)):
+            del self._rows[run_dirs[number]]
+            self._saved_file = None
+        in_table = present & (rows >= 0) & (rows < len(self._paths))
+        same = np.zeros(count, dtype=bool)
+        table_rows = rows[in_table]
+        same[in_table] = (self._mtime[table_rows] == mtimes[in_table]) & (
+            self._size[table_rows] == sizes[in_table]
+        )
+        for number in np.flatnonzero(present & (rows >= len(self._paths))):
+            same[number] = self._state_at(int(rows[number])) == (mtimes[number], sizes[number])
+        rows[~same] = -1
+        self._visited.update(run_dirs)
+        return rows, states
+
+    def _table_values(self, rows: np.ndarray, fields: Sequence[str]) -> dict[str, list[Any]]:
+        """The values of ``fields`` at the table's ``rows``, one list per field."""
+        taken = self._table.select(list(fields)).take(pa.array(rows, pa.int64()))
+        return {field: taken.column(field).to_pylist() for field in fields}
+
+    def _row_values(self, rows: np.ndarray) -> list[dict[str, Any]]:
+        """Each of the table's ``rows`` as ``{field: value}`` of its result's fields."""
+        fields = CACHE_SCHEMA.names[3:]
+        columns = self._table_values(rows, fields)
+        return [
+            dict(zip(fields, values, strict=True)) for values in zip(*columns.values(), strict=True)
+        ]
+
+    def _parse_misses(
+        self,
+        run_dirs: Sequence[Any],
+        misses: Sequence[int],
+        states: Sequence[FileState | None],
+        workers: int | None,
+    ) -> list[RunRecord | UnreadableRun]:
+        """Parse the directories at ``misses`` (in parallel when many) and keep each result.
+
+        A directory without a regular metrics file is parsed (read_run says
+        why it cannot be read) but not kept.
+        """
+        paths = [Path(run_dirs[number]) for number in misses]
+        parsed = read_runs(paths, workers=workers)
+        for number, result in zip(misses, parsed, strict=True):
+            state = states[number]
+            if state is not None:
+                self._store(state, result)
+        return parsed
+
+    def _results(self, run_dirs: Sequence[Any], workers: int | None, *, encoded: bool) -> list[Any]:
+        """:meth:`read_many` (``encoded``: :meth:`read_encoded`) of the given directories."""
+        texts = [os.fspath(run_dir) for run_dir in run_dirs]
+        rows, states = self._lookup(texts)
+        results: list[Any] = [None] * len(texts)
+        table = np.flatnonzero((rows >= 0) & (rows < len(self._paths)))
+        for number, values in zip(table, self._row_values(rows[table]), strict=True):
+            key = texts[number] if encoded else run_dirs[number]
+            results[number] = _encoded_of(values, key) if encoded else _result_of(values, key)
+        for number in np.flatnonzero(rows >= len(self._paths)):
+            results[number] = self._fresh[int(rows[number]) - len(self._paths)][3]
+        self.hits += int((rows >= 0).sum())
+        misses = np.flatnonzero(rows < 0).tolist()
+        parsed = self._parse_misses(texts, misses, states, workers)
+        for number, result in zip(misses, parsed, strict=True):
+            results[number] = result
+        if encoded:
+            return [_encoded_result(result) for result in results]
+        return results
 
     def read(self, run_dir: Path) -> RunRecord | UnreadableRun:
         """The run's record (or why it is unreadable), parsed only when its metrics file changed."""
@@ -392,151 +457,133 @@ class RunCache:
         parses them in ``workers`` processes (None: one per available CPU)
         when there are at least
         :data:`~deepecgkit.rundir.read.PARALLEL_MIN_RUNS`; results, counts
-        and cache contents are those of calling :meth:`read` on each.
-        :func:`~deepecgkit.rundir.read.discover_runs` calls this for a
-        ``reader`` that is a cache or its ``read`` method.
+        and cache contents are those of calling :meth:`read` on each. A hit
+        holds the directory as the caller gave it.
         """
         paths = [run_dir if isinstance(run_dir, Path) else Path(run_dir) for run_dir in run_dirs]
-        return self._read_all(paths, paths, lambda entry, path: entry.result(path), workers)
+        return self._results(paths, workers, encoded=False)
 
     def read_encoded(
         self, run_dirs: Sequence[str], *, workers: int | None = None
     ) -> list[EncodedRecord | UnreadableRun]:
         """:meth:`read_many` of directories given as text, records as :class:`EncodedRecord`.
 
-        What :func:`~deepecgkit.rundir.read.discover_run_frame` asks for:
-        each result is ``encoded_record`` of what :meth:`read_many` gives
-        (an unreadable run as it is), with the same counts and cache
-        contents, but an unchanged run of a trusted saved cache is not
-        decoded into numbers (see :meth:`_Entry.encoded`), the record texts
-        of all of them are decoded in one call, and no
-        :class:`~pathlib.Path` is built for them.
+        Each result is ``encoded_record`` of what :meth:`read_many` gives (an
+        unreadable run as it is), with the same counts and cache contents; a
+        cached record's metrics text is used as saved.
         """
-        results = self._read_all(
-            run_dirs,
-            None,
-            lambda entry, key: entry if entry.pending() else entry.encoded(key),
-            workers,
-            convert=_encoded,
-        )
-        pending = [number for number, result in enumerate(results) if isinstance(result, _Entry)]
-        texts = [results[number].saved_texts() for number in pending]
-        try:
-            decoded = json.loads("[" + ",".join([text for text, _ in texts]) + "]")
-        except ValueError:
-            decoded = None
-        if not isinstance(decoded, list) or len(decoded) != len(pending):
-            decoded = [None] * len(pending)  # each text decoded on its own, damage and all
-        again: list[int] = []
-        for number, fields, (text, metrics) in zip(pending, decoded, texts, strict=True):
-            entry = results[number]
-            try:
-                data = _saved_fields(text if fields is None else fields)
-                if data["dataset"] != entry.dataset or metrics is None:
-                    raise ValueError("the saved dataset field disagrees with the record")
-                results[number] = EncodedRecord(run_dirs[number], metrics=metrics, **data)
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                self.hits -= 1
-                self._damage(run_dirs[number], exc)
-                again.append(number)
-        parsed = read_runs([Path(run_dirs[number]) for number in again], workers=workers)
-        for number, outcome in zip(again, parsed, strict=True):
-            entry = results[number]
-            results[number] = _encoded(outcome)
-            self.misses += 1
-            self._entries[os.fspath(run_dirs[number])] = _Entry(entry.mtime_ns, entry.size, outcome)
-            self._saved_file = None
-        return results
+        return self._results(run_dirs, workers, encoded=True)
 
-    def _read_all(
-        self,
-        keys: Sequence[str] | Sequence[Path],
-        paths: Sequence[Path] | None,
-        cached: Callable[[_Entry, Any], Any],
-        workers: int | None,
-        *,
-        convert: Callable[[RunRecord | UnreadableRun], Any] | None = None,
-    ) -> list[Any]:
-        """Each directory's result: ``cached(entry, key)`` of a hit, parsed (then ``convert``-ed).
+    def candidate_columns(
+        self, run_dirs: Sequence[str], *, workers: int | None = None
+    ) -> dict[str, Any]:
+        """Every directory's result as columns: what a records frame is selected from.
 
-        ``keys`` are the directories as the caller gave them, ``paths``
-        their :class:`~pathlib.Path` objects (None: built for the misses
-        only). A hit whose saved text is damaged is counted, logged and
-        parsed again.
+        ``{field: values}`` with one value per directory in the given order:
+        ``reason`` an object array (why a run is unreadable; None for a
+        readable one), every record field of :data:`CACHE_SCHEMA` a pyarrow
+        array as a row of the cache holds it (integers as decimal text,
+        metrics and suspect notes as JSON text; null for an unreadable run
+        and for a field the record has none of). Counts and cache contents
+        are those of :meth:`read_encoded`: the misses are parsed (in
+        parallel when many), and the unchanged runs' rows are taken from the
+        table at once, without a Python value per run.
         """
-        results: list[Any] = []
-        misses: list[tuple[int, Path, FileState | None]] = []
-        for number, key in enumerate(keys):
-            text = os.fspath(key)
-            state = metrics_file_state(text)
-            result = None
-            if state is None:  # not a regular file: never cached, read_run says why
-                if self._entries.pop(text, None) is not None:
-                    self._saved_file = None
-                self._visited.add(text)
-            else:
-                entry = self._current(state)
-                if entry is not None:
-                    result = self._decoded(entry, key, cached)
-            if result is None:
-                path = Path(text) if paths is None else paths[number]
-                misses.append((len(results), path, state))
-            results.append(result)
-        parsed = read_runs([path for _, path, _ in misses], workers=workers)
-        for (index, _, state), outcome in zip(misses, parsed, strict=True):
-            results[index] = outcome if convert is None else convert(outcome)
-            if state is not None:
-                # Stored under the state seen *before* parsing: if the file changed in
-                # between, the next lookup misses and parses again.
-                self.misses += 1
-                self._entries[state.path] = _Entry(state.mtime_ns, state.size, outcome)
-                self._saved_file = None
-        return results
-
-    def _decoded(self, entry: _Entry, key: Any, cached: Callable[[_Entry, Any], Any]) -> Any:
-        """``cached(entry, key)`` counted as a hit; None (counted as damage) when it fails."""
-        try:
-            result = cached(entry, key)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            self._damage(key, exc)
-            return None
-        self.hits += 1
-        return result
-
-    def _damage(self, run_dir: Any, exc: Exception) -> None:
-        """Count and log a damaged saved record; its run is parsed again."""
-        self.damaged += 1
-        logger.warning(
-            "run cache %s: damaged record of %s dropped (%s); parsing the run again",
-            self._where(),
-            display_path(run_dir),
-            exc,
+        rows, states = self._lookup(run_dirs)
+        self.hits += int((rows >= 0).sum())
+        misses = np.flatnonzero(rows < 0).tolist()
+        parsed = self._parse_misses(run_dirs, misses, states, workers)
+        first = len(self._paths)
+        extra: dict[int, dict[str, Any]] = {}
+        for number, result in zip(misses, parsed, strict=True):
+            row = self._rows.get(run_dirs[number], -1) if states[number] is not None else -1
+            extra[number] = self._fresh[row - first][4] if row >= first else _result_values(result)
+        for number in np.flatnonzero(rows >= first).tolist():
+            extra[number] = self._fresh[int(rows[number]) - first][4]
+        table = np.flatnonzero((rows >= 0) & (rows < first))
+        fields = CACHE_SCHEMA.names[4:]
+        reasons = np.full(len(run_dirs), None, dtype=object)
+        reasons[table] = _object_array(self._table.column("reason").take(rows[table]).to_pylist())
+        others = sorted(extra)
+        for number in others:
+            reasons[number] = extra[number]["reason"]
+        # The reasons travel as Python text (one need not be UTF-8); the record fields of
+        # the parsed runs are stored as the table stores them, then every row put in place.
+        added = _rows_table([("", 0, 0, {**extra[n], "reason": None}) for n in others])
+        combined = pa.concat_tables(
+            [self._table.select(fields).take(rows[table]), added.select(fields)]
         )
+        place = np.empty(len(run_dirs), dtype=np.int64)
+        place[np.concatenate([table, np.asarray(others, dtype=np.int64)])] = np.arange(
+            len(run_dirs)
+        )
+        combined = combined.take(pa.array(place, pa.int64()))
+        columns: dict[str, Any] = {field: combined.column(field) for field in fields}
+        columns["reason"] = reasons
+        return columns
+
+    def scan(self, run_dirs: Sequence[str]) -> list[ScannedRun]:
+        """What :func:`scan_tree_runs` sees of each directory: its state and dataset.
+
+        Looks every directory up, parses the misses (in parallel when many)
+        and keeps them (counted as misses; a scan counts no hits); the
+        dataset is None for a run that is not readable.
+        """
+        rows, states = self._lookup(run_dirs)
+        misses = np.flatnonzero((rows < 0) & np.array([s is not None for s in states], bool))
+        self._parse_misses(run_dirs, misses.tolist(), states, None)
+        runs: list[ScannedRun] = []
+        for run_dir, state in zip(run_dirs, states, strict=True):
+            row = None if state is None else self._rows.get(run_dir)
+            runs.append((run_dir, state, None if row is None else self._dataset_at(row)))
+        return runs
 
     def scanned_runs(self, run_dirs: Sequence[str]) -> list[ScannedRun]:
         """What :func:`scan_tree_runs` would have seen of each directory, after a read of them all.
 
-        For directories just looked up by :meth:`read_encoded` (or
-        :meth:`read_many`): a directory without a regular metrics file has
-        no entry (its state is None), every other one has the state it was
-        read at and, when readable, its dataset.
+        For directories just looked up (by :meth:`candidate_columns`,
+        :meth:`read_encoded` or :meth:`read_many`): a directory without a
+        regular metrics file has no entry (its state is None), every other
+        one has the state it was read at and, when readable, its dataset.
         """
-        runs: list[ScannedRun] = []
-        entries = self._entries
-        for run_dir in run_dirs:
-            entry = entries.get(run_dir)
-            if entry is None:
-                runs.append((run_dir, None, None))
-                continue
-            state = FileState(run_dir, entry.mtime_ns, entry.size)
-            runs.append((run_dir, state, entry.dataset if entry.readable else None))
-        return runs
+        rows, mtimes, sizes, datasets = self._entries_of(run_dirs)
+        return [
+            (run_dir, None, None)
+            if row < 0
+            else (run_dir, FileState(run_dir, mtime, size), dataset)
+            for run_dir, row, mtime, size, dataset in zip(
+                run_dirs, rows.tolist(), mtimes, sizes, datasets, strict=True
+            )
+        ]
+
+    def _entries_of(
+        self, run_dirs: Sequence[str]
+    ) -> tuple[np.ndarray, list[int], list[int], list[str | None]]:
+        """Each directory's current row (-1: none), mtime (ns), size and dataset, at once.
+
+        The state and dataset of a directory without an entry are 0, 0 and None.
+        """
+        count, first = len(run_dirs), len(self._paths)
+        rows = np.fromiter(map(self._rows.get, run_dirs, [-1] * count), np.int64, count)
+        in_table = (rows >= 0) & (rows < first)
+        table_rows = np.where(in_table, rows, 0)
+        mtimes = np.where(in_table, self._mtime[table_rows] if first else 0, 0).tolist()
+        sizes = np.where(in_table, self._size[table_rows] if first else 0, 0).tolist()
+        names = self._datasets
+        datasets = [names[row] if 0 <= row < first else None for row in rows.tolist()]
+        for number in np.flatnonzero(rows >= first).tolist():
+            row = int(rows[number])
+            mtimes[number], sizes[number] = self._state_at(row)
+            datasets[number] = self._dataset_at(row)
+        return rows, mtimes, sizes, datasets
+
+    # --- pruning and per-dataset states ---------------------------------------------------------
 
     def prune(self, keep: Iterable[str]) -> None:
         """Forget runs whose directories are no longer in ``keep``."""
         wanted = set(keep)
-        for path in [p for p in self._entries if p not in wanted]:
-            del self._entries[path]
+        for path in [p for p in self._rows if p not in wanted]:
+            del self._rows[path]
             self._saved_file = None
 
     def prune_unvisited(self) -> int:
@@ -548,51 +595,49 @@ class RunCache:
         Returns:
             The number of entries dropped.
         """
-        before = len(self._entries)
+        before = len(self._rows)
         self.prune(self._visited)
-        return before - len(self._entries)
+        return before - len(self._rows)
 
-    def _dataset_paths(self) -> dict[str, list[str]]:
-        """The visited readable runs' directories by dataset, both sorted (see dataset_states)."""
-        groups: dict[str, list[str]] = {}
-        entries = self._entries
-        for path in self._visited:  # 100,000 runs at every sensor tick: no call per run
-            entry = entries.get(path)
-            if entry is None or entry.dataset is None or not entry.readable:
-                continue
-            group = groups.get(entry.dataset)
+    def _dataset_entries(self) -> dict[str, list[tuple[str, int, int]]]:
+        """The visited readable runs' ``(directory, mtime_ns, size)`` by dataset, both sorted."""
+        visited = [path for path in self._visited if path in self._rows]
+        _, mtimes, sizes, datasets = self._entries_of(visited)
+        readable = sorted(
+            (dataset, path, mtime, size)
+            for path, mtime, size, dataset in zip(visited, mtimes, sizes, datasets, strict=True)
+            if dataset is not None
+        )
+        groups: dict[str, list[tuple[str, int, int]]] = {}
+        for dataset, path, mtime, size in readable:
+            group = groups.get(dataset)
             if group is None:
-                groups[entry.dataset] = group = []
-            group.append(path)
-        return {dataset: sorted(groups[dataset]) for dataset in sorted(groups)}
+                groups[dataset] = group = []
+            group.append((path, mtime, size))
+        return groups
 
     def dataset_states(self) -> dict[str, tuple[FileState, ...]]:
         """The :class:`FileState` of every readable run visited, by dataset.
 
         Visited are the runs looked up since the cache was created or
-        loaded (by :func:`scan_tree_state` or by :meth:`read` as the reader
-        of :func:`~deepecgkit.rundir.read.discover_runs`; both look up every
-        candidate). Unreadable runs are left out, as from
+        loaded (by :func:`scan_tree_state`, by :meth:`read` as the reader
+        of :func:`~deepecgkit.rundir.read.discover_runs`, or by
+        :func:`~deepecgkit.rundir.read.discover_run_frame`; all look up
+        every candidate). Unreadable runs are left out, as from
         :attr:`TreeState.entries`, whose readable runs these are, grouped by
         the dataset named in their metrics file.
 
         Call it on a cache created or loaded for one complete scan: a cache
         kept across scans still counts a run that vanished after it was
-        visited. No record is decoded (a loaded entry knows its dataset from
-        its own field of the saved line), so this costs a dictionary lookup
-        per run. The price: a scan trusts a saved line whose record is
-        damaged but whose dataset field is whole, where discovery, which
-        decodes it, parses the run again; the two maps can then differ until
-        the cache is saved again (one refresh too many, never a run lost).
+        visited.
 
         Returns:
             ``{dataset: states}``, datasets sorted by name and each
             dataset's states sorted by path.
         """
-        entries = self._entries
         return {
-            dataset: tuple(FileState(p, entries[p].mtime_ns, entries[p].size) for p in paths)
-            for dataset, paths in self._dataset_paths().items()
+            dataset: tuple(FileState(*entry) for entry in group)
+            for dataset, group in self._dataset_entries().items()
         }
 
     def dataset_digests(self) -> dict[str, str]:
@@ -603,24 +648,59 @@ class RunCache:
         when one of its readable runs is added, changed or removed, and a
         dataset without readable runs has no key. The sensor (after
         :func:`scan_tree_state`) and the discovery asset (after
-        ``discover_runs(..., reader=cache.read)``) compute the same map for
-        the same tree. Keys are sorted.
+        :func:`~deepecgkit.rundir.read.discover_run_frame`) compute the
+        same map for the same tree. Keys are sorted.
         """
-        entries = self._entries
-        return {
-            dataset: _digest([(p, entries[p].mtime_ns, entries[p].size) for p in paths])
-            for dataset, paths in self._dataset_paths().items()
-        }
+        return {dataset: _digest(group) for dataset, group in self._dataset_entries().items()}
+
+    # --- the file -------------------------------------------------------------------------------
+
+    def _current_table(self) -> pa.Table:
+        """Every entry as one table of :data:`CACHE_SCHEMA`, sorted by path.
+
+        A parsed result whose values cannot be stored (a reason that is not
+        UTF-8) is left out, logged: its run is parsed again next time.
+        """
+        table_rows = [row for row in self._rows.values() if row < len(self._paths)]
+        fresh = self._current_fresh()
+        try:
+            added = _rows_table(fresh)
+        except ValueError:
+            kept = []
+            for row in fresh:
+                try:
+                    _rows_table([row])
+                except ValueError as exc:
+                    logger.info(
+                        "run cache %s: %s not saved (%s)",
+                        self._where(),
+                        display_path(row[0]),
+                        exc,
+                    )
+                    continue
+                kept.append(row)
+            added = _rows_table(kept)
+        old = self._table.take(pa.array(sorted(table_rows), pa.int64()))
+        return pa.concat_tables([old, added]).sort_by("path")
+
+    def _current_fresh(self) -> list[tuple[str, int, int, dict[str, Any]]]:
+        """The parsed results that are still entries (not replaced, pruned or dropped)."""
+        first = len(self._paths)
+        return [
+            (path, mtime_ns, size, values)
+            for number, (path, mtime_ns, size, _, values) in enumerate(self._fresh)
+            if self._rows.get(path) == first + number
+        ]
 
     def save(self, path: Path | str | None = None) -> Path:
-        """Write the cache (atomically): a header line, then one tab-separated line per run.
+        """Write the cache (atomically): a header line, then the rows as Parquet.
 
-        Nothing is written when ``path`` already holds exactly these entries:
-        the file this cache was loaded from (trusted, no line dropped) or
-        last saved to, still at the modification time and size it had then,
-        and no entry added, replaced or dropped since. The platform's one-run
-        refresh loads a cache its sensor has just saved with that run in it,
-        and rewriting 120 MB of it at 100,000 runs cost a second.
+        The header is ``{"format": CACHE_FORMAT_VERSION, "sha256": <hex of
+        the body>}``. Nothing is written when ``path`` already holds exactly
+        these entries: the file this cache was loaded from, or last saved
+        to, still at the modification time and size it had then, and no
+        entry added, replaced or dropped since. The platform's one-run
+        refresh loads a cache its sensor has just saved with that run in it.
         """
         target = self.path if path is None else Path(path)
         if target is None:
@@ -632,24 +712,12 @@ class RunCache:
                 now = None
             if now is not None and (now.st_mtime_ns, now.st_size) == self._saved_file[1:]:
                 return target
-        lines = []
-        for run_dir, entry in sorted(self._entries.items()):
-            try:
-                lines.append(entry.line(run_dir))
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                # An untrusted line that cannot be decoded: left out, its run parsed again.
-                logger.warning(
-                    "run cache %s: damaged record of %s not saved (%s)",
-                    self._where(),
-                    display_path(run_dir),
-                    exc,
-                )
-        # One text, one encoding, one joined buffer: at 100,000 runs each copy is 120 MB.
-        encoded = "".join([f"{line}\n" for line in lines]).encode()
-        del lines
-        header = json.dumps({"format": CACHE_FORMAT_VERSION, "sha256": _checksum(encoded)})
-        data = b"".join((header.encode(), b"\n", encoded))
-        del encoded
+        sink = io.BytesIO()
+        pq.write_table(self._current_table(), sink, row_group_size=PARQUET_ROW_GROUP_ROWS)
+        body = sink.getbuffer()
+        header = json.dumps({"format": CACHE_FORMAT_VERSION, "sha256": _checksum(body)})
+        data = b"".join((header.encode(), b"\n", body))
+        del body, sink
         final = atomic_write_bytes(target, data)
         info = os.stat(final)
         self._saved_file = (target, info.st_mtime_ns, info.st_size)
@@ -657,12 +725,15 @@ class RunCache:
 
     @classmethod
     def load(cls, path: Path | str) -> RunCache:
-        """Read a saved cache, dropping damaged lines; an unusable file gives an empty cache.
+        """Read a saved cache; a file that is not whole gives an empty cache.
 
         A missing file is the normal first start (nothing is logged). A file
-        of another format version is ignored (logged at info level). A file
-        that cannot be read or decoded, whose header is damaged, and each
-        damaged line are logged as warnings that name the cache.
+        of another format version (an older JSON-lines cache among them) is
+        ignored (logged at info level). A file that cannot be read, whose
+        header is damaged, whose body does not match its checksum, is no
+        Parquet of :data:`CACHE_SCHEMA` or holds rows that cannot be whole
+        is ignored as a whole, logged as a warning that names the cache, and
+        counted in :attr:`damaged`: every run is parsed again.
         """
         cache = cls(path)
         try:
@@ -673,21 +744,13 @@ class RunCache:
                     "run cache %s cannot be read (%s); rebuilding it", cache._where(), exc.reason
                 )
             return cache
-        # Header and body decoded from views of the bytes read (no copy of 120 MB).
         end = data.find(b"\n")
         end = len(data) if end < 0 else end
-        view = memoryview(data)
         try:
-            header, body = str(view[:end], "utf-8"), str(view[end + 1 :], "utf-8")
-        except UnicodeDecodeError:
-            logger.warning("run cache %s is not UTF-8; rebuilding it", cache._where())
-            return cache
-        try:
-            fields = json.loads(header)
+            fields = json.loads(data[:end])
             version = fields.get("format")
         except (ValueError, AttributeError):
-            logger.warning("run cache %s has a damaged header; rebuilding it", cache._where())
-            return cache
+            return cache._rejected("has a damaged header")
         if version != CACHE_FORMAT_VERSION:
             logger.info(
                 "run cache %s has format %r, not %d; rebuilding it",
@@ -696,33 +759,47 @@ class RunCache:
                 CACHE_FORMAT_VERSION,
             )
             return cache
-        trusted = fields.get("sha256") == _checksum(view[end + 1 :])
-        view.release()
-        del data
-        if not trusted:
-            logger.warning(
-                "run cache %s does not match its checksum; every record is checked as it is used",
-                cache._where(),
-            )
-        lines = body.split("\n")
-        del body
-        for line in lines:
-            if not line:
-                continue
-            parsed = _parse_line(line, trusted=trusted)
-            if parsed is None:
-                cache.damaged += 1
-                continue
-            cache._entries[parsed[0]] = parsed[1]
-        if cache.damaged:
-            logger.warning(
-                "run cache %s: %d damaged line(s) dropped; those runs are parsed again",
-                cache._where(),
-                cache.damaged,
-            )
-        elif trusted:
-            cache._saved_file = (Path(path), info.st_mtime_ns, info.st_size)
+        body = memoryview(data)[end + 1 :]
+        if fields.get("sha256") != _checksum(body):
+            return cache._rejected("does not match its checksum")
+        try:
+            table = pq.read_table(pa.BufferReader(pa.py_buffer(body)))
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            return cache._rejected(f"is no readable Parquet ({exc})")
+        if not table.schema.equals(CACHE_SCHEMA, check_metadata=False):
+            return cache._rejected("has other columns than this version writes")
+        problem = _damage_in(table)
+        if problem is not None:
+            return cache._rejected(f"holds {problem}")
+        cache._set_table(table, _path_list(table.column("path")))
+        cache._saved_file = (Path(path), info.st_mtime_ns, info.st_size)
         return cache
+
+    def _rejected(self, why: str) -> RunCache:
+        """This (empty) cache, its file logged and counted as damaged."""
+        logger.warning("run cache %s %s; rebuilding it", self._where(), why)
+        self.damaged = 1
+        return self
+
+
+#: Rows per Parquet row group of a saved cache (one group up to 100,000 runs).
+PARQUET_ROW_GROUP_ROWS = 1 << 17
+
+
+def _encoded_result(result: RunRecord | EncodedRecord | UnreadableRun) -> Any:
+    """A result as :meth:`RunCache.read_encoded` gives it (a record's metrics as JSON text)."""
+    if isinstance(result, RunRecord):
+        return EncodedRecord(
+            str(result.run_dir), *result[1:6], json.dumps(result.metrics), *result[7:]
+        )
+    return result
+
+
+def _object_array(values: list[Any]) -> np.ndarray:
+    """``values`` as a one-dimensional object array (never split into a second dimension)."""
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
 
 
 @dataclass(frozen=True)
@@ -807,21 +884,6 @@ def scan_tree_runs(
     candidates, problems = find_run_candidate_paths(
         roots, recursive=recursive, listing=listing, known=known
     )
-    looked_up: list[tuple[str, FileState | None, bool | None]] = []
-    for run_dir in candidates:
-        state = metrics_file_state(run_dir)
-        looked_up.append((run_dir, state, None if state is None else cache.known_readable(state)))
-    misses = [d for d, state, known in looked_up if known is None and state is not None]
-    parsed = cache.read_many([Path(run_dir) for run_dir in misses])  # in parallel when many
-    now_readable = {
-        d for d, result in zip(misses, parsed, strict=True) if isinstance(result, RunRecord)
-    }
-    runs: list[ScannedRun] = []
-    entries = cache._entries
-    for run_dir, state, known in looked_up:
-        if state is not None and (known or (known is None and run_dir in now_readable)):
-            runs.append((run_dir, state, entries[state.path].dataset))
-        else:
-            runs.append((run_dir, state, None))
+    runs = cache.scan(candidates)
     unlistable = [display_path(problem.run_dir) for problem in problems]
     return tree_state_of(runs, unlistable), runs

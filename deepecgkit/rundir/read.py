@@ -45,9 +45,12 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from deepecgkit.io import (
     REASON_MISSING,
@@ -96,9 +99,11 @@ from deepecgkit.rundir.listing import (
 )
 from deepecgkit.rundir.records import (
     DIAGNOSTIC_KEYS,
+    RECORD_COLUMNS,
     EncodedRecord,
     RunRecord,
     UnreadableRun,
+    record_columns_to_frame,
     records_to_frame,
 )
 
@@ -1084,6 +1089,15 @@ def _select_runs(
     return records
 
 
+@runtime_checkable
+class ColumnReader(Protocol):
+    """A cache that gives every candidate's result as columns (a :class:`RunCache`)."""
+
+    def candidate_columns(
+        self, run_dirs: Sequence[str], *, workers: int | None = None
+    ) -> dict[str, np.ndarray]: ...
+
+
 class EncodedBatchReader(Protocol):
     """What :func:`discover_run_frame` asks for every candidate at once (a :class:`RunCache`)."""
 
@@ -1130,9 +1144,128 @@ def discover_run_frame(
         roots, recursive=recursive, listing=listing, known=known
     )
     diagnostics["unreadable"] += [problem.entry() for problem in problems]
-    results = cache.read_encoded(candidates, workers=workers)
     policy = (on_duplicate, include_failed, include_legacy)
+    if isinstance(cache, ColumnReader):
+        columns = cache.candidate_columns(candidates, workers=workers)
+        return _select_columns(candidates, columns, diagnostics, policy), diagnostics
+    results = cache.read_encoded(candidates, workers=workers)
     return records_to_frame(_select_runs(candidates, results, diagnostics, policy)), diagnostics
+
+
+#: Fields of a record that a run cache's columns hold as decimal text.
+_RECORD_INT_FIELDS = frozenset(("seed", *SPLIT_SIZE_KEYS, "returncode"))
+
+
+class _KeptRow(NamedTuple):
+    """What the rules of :func:`_select_runs` read of a kept run, and its row (``number``)."""
+
+    run_dir: str
+    dataset: str
+    model: str
+    seed: int | None
+    fingerprint: str | None
+    mtime: float
+    number: int
+
+
+def _present(values: np.ndarray) -> np.ndarray:
+    """Which items of an object array are not None (bool array)."""
+    return np.fromiter((value is not None for value in values), dtype=bool, count=len(values))
+
+
+def _exact_ints(texts: Iterable[str | None]) -> list[int | None]:
+    """Decimal texts (None: unknown) as exact Python ints."""
+    return [None if text is None else int(text) for text in texts]
+
+
+def _select_columns(
+    candidates: Sequence[str],
+    columns: dict[str, Any],
+    diagnostics: dict[str, list[str]],
+    policy: tuple[str, bool, bool],
+) -> pd.DataFrame:
+    """:func:`_select_runs` then :func:`records_to_frame`, on a run cache's columns.
+
+    ``columns`` are :meth:`~deepecgkit.rundir.cache.RunCache.candidate_columns`
+    of ``candidates``. The same rules, diagnostics (in the same order) and
+    frame (values and dtypes): failed and seedless runs are found with masks
+    over the columns, the few runs listed in the diagnostics get their text
+    one by one, duplicates are resolved and the kept runs sorted by
+    :func:`_resolve_duplicates` and :func:`_sort_key` themselves, on one
+    small tuple per kept run; the frame's columns are the selected rows of
+    the cache's (text columns stay Arrow arrays, see :func:`_frame_text`).
+    """
+    on_duplicate, include_failed, include_legacy = policy
+    reasons = columns["reason"]
+    readable = ~_present(reasons)
+    for number in np.flatnonzero(~readable):
+        diagnostics["unreadable"].append(
+            UnreadableRun(Path(candidates[number]), reasons[number]).entry()
+        )
+    returncodes = columns["returncode"].to_numpy(zero_copy_only=False)
+    failed = readable & _present(returncodes)
+    failed[failed] = returncodes[failed] != "0"
+    for number in np.flatnonzero(failed):
+        diagnostics["failed"].append(f"{candidates[number]} (returncode {returncodes[number]})")
+    kept = readable & ~failed if not include_failed else readable
+    seedless = kept & ~columns["seed"].is_valid().to_numpy(zero_copy_only=False)
+    diagnostics["no_seed"] += [candidates[number] for number in np.flatnonzero(seedless)]
+    if not include_legacy:
+        kept &= ~seedless
+    notes = columns["suspect"]
+    noted = pc.not_equal(notes, "[]").fill_null(False).to_numpy(zero_copy_only=False)
+    for number in np.flatnonzero(kept & noted).tolist():
+        listed = "; ".join(json.loads(notes[number].as_py()))
+        diagnostics["suspect"].append(f"{candidates[number]} ({listed})")
+    numbers = np.flatnonzero(kept)
+    picked = pa.array(numbers, pa.int64())
+
+    def values(field: str) -> list[Any]:
+        return columns[field].take(picked).to_pylist()
+
+    runs = [
+        _KeptRow(candidates[number], dataset, model, seed, fingerprint, mtime, number)
+        for number, dataset, model, seed, fingerprint, mtime in zip(
+            numbers.tolist(),
+            values("dataset"),
+            values("model"),
+            _exact_ints(values("seed")),
+            values("fingerprint"),
+            values("mtime"),
+            strict=True,
+        )
+    ]
+    runs = _resolve_duplicates(runs, on_duplicate, diagnostics["duplicate"])  # type: ignore[arg-type]
+    runs.sort(key=_sort_key)
+    order = pa.array([run.number for run in runs], pa.int64())
+    frame_columns: dict[str, Any] = {"run_dir": [run.run_dir for run in runs]}
+    del runs
+    for field in RECORD_COLUMNS[1:]:
+        selected = columns[field].take(order)
+        if field in _RECORD_INT_FIELDS:
+            frame_columns[field] = _exact_ints(selected.to_pylist())
+        elif pa.types.is_string(selected.type):
+            frame_columns[field] = _frame_text(selected)
+        else:
+            frame_columns[field] = selected.to_numpy(zero_copy_only=False)
+    return record_columns_to_frame(frame_columns)
+
+
+#: The dtype pandas gives a column of text (its ``str`` dtype since pandas 3).
+_TEXT_DTYPE = pd.Series(["text"]).dtype
+
+
+def _frame_text(values: Any) -> Any:
+    """A pyarrow text column as the records frame holds it, without a Python string per value.
+
+    What pandas infers for the same values as a list: no text at all (every
+    value null) is an object column of None; otherwise pandas' text dtype,
+    built straight from the Arrow data (or, where that dtype is not
+    pandas' Arrow-backed ``str``, from the list).
+    """
+    if values.null_count == len(values) or not isinstance(_TEXT_DTYPE, pd.StringDtype):
+        return values.to_pylist()
+    return pd.array(values, dtype=_TEXT_DTYPE)
 
 
 # --- encoder checkpoints ---------------------------------------------------------------

@@ -35,6 +35,7 @@ __all__ = [
     "encoded_record",
     "frame_metric_names",
     "frame_to_records",
+    "record_columns_to_frame",
     "record_frame_to_runs",
     "records_to_frame",
     "runs_to_frame",
@@ -239,13 +240,51 @@ def records_to_frame(records: Sequence[RunRecord] | Sequence[EncodedRecord]) -> 
     columns["suspect"] = [
         "[]" if notes == () else json.dumps(list(notes)) for notes in columns["suspect"]
     ]
+    return record_columns_to_frame(columns)
+
+
+def record_columns_to_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
+    """The records frame of its columns, one list per field of :data:`RECORD_COLUMNS`.
+
+    The one place where the frame's dtypes are decided (:func:`records_to_frame`,
+    and :func:`~deepecgkit.rundir.read.discover_run_frame` from a run cache's
+    columns, give equal frames for the same runs): ``run_dir`` as text, ``metrics``
+    and ``suspect`` as their JSON texts, the integer fields as exact Python ints
+    or None (made exact integer columns here), the other fields as a record
+    holds them. Lists of equal length; none for no records.
+    """
+    columns = dict(columns)
     for field in _INT_FIELDS:
         columns[field] = exact_int_array(columns[field])
-    if not records:  # empty object columns (not float), the integer ones int64
+    if not len(columns["run_dir"]):  # empty object columns (not float), the integer ones int64
         return pd.DataFrame(columns=RECORD_COLUMNS).assign(
             **{field: columns[field] for field in _INT_FIELDS}
         )
     return pd.DataFrame(columns, columns=RECORD_COLUMNS)
+
+
+def _quoted_names(texts: Any) -> set[str]:
+    """The distinct pieces between the 1st and 2nd, 3rd and 4th... quote of every text.
+
+    ``texts`` is a pyarrow string array of texts that each hold an even
+    number of quotes and no backslash. Its bytes are scanned once for quotes
+    (numpy); the pieces become one string array over the same bytes (no
+    copy), made unique by pyarrow.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    _, offsets, data = texts.buffers()
+    bounds = np.frombuffer(offsets, dtype=np.int32)[texts.offset : texts.offset + len(texts) + 1]
+    body = np.frombuffer(data, dtype=np.uint8)[: int(bounds[-1])] if len(texts) else np.empty(0)
+    quotes = np.flatnonzero(body == ord('"')).astype(np.int32)
+    quotes = quotes[quotes >= bounds[0]]
+    if len(quotes) < 2:
+        return set()
+    quotes[0::2] += 1  # a piece starts after its opening quote and ends at its closing one
+    pieces = pa.StringArray.from_buffers(len(quotes) - 1, pa.py_buffer(quotes), data)
+    names = pieces.filter(pa.array(np.arange(len(quotes) - 1) % 2 == 0))
+    return set(pc.unique(names).to_pylist())
 
 
 def frame_metric_names(frame: pd.DataFrame) -> set[str]:
@@ -254,19 +293,25 @@ def frame_metric_names(frame: pd.DataFrame) -> set[str]:
     Equal to ``{name for record in frame_to_records(frame) for name in record.metrics}``
     without decoding a single value. Values are JSON numbers, ``NaN`` or
     ``Infinity``, which hold no quote, so in a text without a backslash
-    (no escaped character) every second piece between quotes is a key,
-    and the texts can be split at once; a text with a backslash goes
-    through the JSON decoder.
+    (no escaped character) every second piece between quotes is a key, and
+    the pieces of all such texts are found at once (:func:`_quoted_names`);
+    a text with a backslash goes through the JSON decoder.
     """
-    plain: list[str] = []
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = frame["metrics"]
+    texts = pa.array(column.tolist() if column.dtype == object else column, pa.string())
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
     names: set[str] = set()
-    for text in frame["metrics"].tolist():
-        if "\\" in text:
+    data = texts.buffers()[2]
+    if data is not None and (np.frombuffer(data, dtype=np.uint8) == ord("\\")).any():
+        escaped = pc.match_substring(texts, "\\").fill_null(False)
+        for text in texts.filter(escaped).to_pylist():
             names.update(json.loads(text))
-        else:
-            plain.append(text)
-    names.update("".join(plain).split('"')[1::2])
-    return names
+        texts = texts.filter(pc.invert(escaped))
+    return names | _quoted_names(texts.cast(pa.string()))
 
 
 def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:

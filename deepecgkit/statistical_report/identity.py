@@ -40,6 +40,16 @@ records: model, dataset, seed and returncode are then taken from a run's
 record while its metrics file still has the record's mtime, instead of
 parsing the metrics file again.
 
+At scale, most runs of a refresh never reach this module's per-run road:
+:mod:`~deepecgkit.statistical_report.frame_recall` applies the same checks,
+as arrays, to every run whose memo records no predictions and whose
+directory and files all keep their memo's stat signatures (one ``stat`` per
+file the memo recorded, to see an edit in place, and the directory's
+``lstat``, to see a new entry such as a predictions file; its docstring says
+why neither can be spared). Those runs are excluded (check 2 or 3) exactly
+as here, without a :class:`RunInput`; their fingerprints are handed to
+:func:`assess_runs` for check 9 (``recalled``).
+
 The module reads run directories and never modifies them.
 """
 
@@ -666,9 +676,17 @@ def predictions_of(run: RunInput) -> ValidPredictions:
 # --- checks 9-11 across runs ------------------------------------------------------------------
 
 
-def _reference_fingerprints(runs: list[RunInput]) -> dict[tuple[str, str], str | None]:
-    """Per cell, the unique most frequent fingerprint among readable, non-failed runs."""
-    by_cell: dict[tuple[str, str], Counter[str]] = {}
+def _reference_fingerprints(
+    runs: list[RunInput], recalled: Mapping[tuple[str, str], Counter[str]]
+) -> dict[tuple[str, str], str | None]:
+    """Per cell, the unique most frequent fingerprint among readable, non-failed runs.
+
+    ``recalled`` holds the counts of the runs recalled as columns
+    (:mod:`~deepecgkit.statistical_report.frame_recall`), added to those of ``runs``.
+    """
+    by_cell: dict[tuple[str, str], Counter[str]] = {
+        cell: Counter(counts) for cell, counts in recalled.items()
+    }
     for run in runs:
         if run.readable and run.reason != FAILED_RUN and run.fingerprint:
             by_cell.setdefault((run.model or "", run.dataset or ""), Counter())[
@@ -683,13 +701,17 @@ def _reference_fingerprints(runs: list[RunInput]) -> dict[tuple[str, str], str |
 
 
 def _check_fingerprint(
-    run: RunInput, references: dict[tuple[str, str], str | None], runs: list[RunInput]
+    run: RunInput,
+    references: dict[tuple[str, str], str | None],
+    runs: list[RunInput],
+    recalled: Mapping[tuple[str, str], Counter[str]],
 ) -> None:
-    """Check 9 for a run that records a fingerprint."""
+    """Check 9 for a run that records a fingerprint (``recalled``: see _reference_fingerprints)."""
     cell = (run.model or "", run.dataset or "")
     reference = references.get(cell)
     if reference is None:
-        counts = Counter(
+        counts = Counter(recalled.get(cell, {}))
+        counts.update(
             r.fingerprint
             for r in runs
             if r.readable
@@ -769,6 +791,7 @@ def assess_runs(
     known: Mapping[str, ContentVerdict] | None = None,
     records: Sequence[RunRecord | RunFacts | None] | None = None,
     memos: Mapping[str, Any] | None = None,
+    recalled: Mapping[tuple[str, str], Counter[str]] | None = None,
 ) -> list[RunInput]:
     """Apply the identity contract to every discovered run directory.
 
@@ -783,6 +806,10 @@ def assess_runs(
             are its record's while its metrics file has the record's mtime.
         memos: file memos of an earlier build by run directory (``str`` of the
             resolved path); a run whose files are unchanged is not read again.
+        recalled: per cell ``(model, dataset)``, the fingerprint counts of
+            readable, non-failed runs recalled as columns and not given here
+            (:class:`~deepecgkit.statistical_report.frame_recall.Recalled`):
+            they count towards each cell's reference fingerprint (check 9).
 
     Returns:
         One :class:`RunInput` per directory, in the given order, with
@@ -793,6 +820,7 @@ def assess_runs(
     """
     known = {} if known is None else known
     memos = {} if memos is None else memos
+    recalled = {} if recalled is None else recalled
     runs = [RunInput(run_id=run_id, path=os.fspath(path)) for run_id, path in run_dirs]
     given = [None] * len(runs) if records is None else list(records)
     if len(given) != len(runs):
@@ -818,12 +846,12 @@ def assess_runs(
             _apply_verdict(run, run.verdict)
         else:
             run.exclude(NO_PREDICTIONS, "neither predictions.csv nor predictions.txt")
-    references = _reference_fingerprints(runs)
+    references = _reference_fingerprints(runs, recalled)
     for run in runs:
         if run.excluded or run.verdict is None or run.verdict.reason is not None:
             continue
         if run.fingerprint is not None:
-            _check_fingerprint(run, references, runs)
+            _check_fingerprint(run, references, runs, recalled)
             if run.excluded:
                 continue
         reasons = _partial_reasons(run, run.verdict)

@@ -24,19 +24,116 @@ entries joined from those texts, without a Python call per value.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
-from itertools import chain
+from itertools import chain, repeat
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any
 
-__all__ = ["INDENT", "indented_json"]
+__all__ = ["INDENT", "ColumnRecords", "indented_json"]
 
 #: The indentation of one level: two spaces, as ``json.dumps(..., indent=2)``.
 INDENT = "  "
 #: Types written as one token (exact types: a subclass goes through the encoder on its own).
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 _KEY_SEPARATOR = ": "
+
+
+class ColumnRecords(Sequence[dict[str, Any]]):
+    """A list of objects with the same keys, held as one list per key.
+
+    :func:`indented_json` writes it as the list of the objects it stands
+    for, byte for byte, from the columns (no object per entry). ``columns``
+    gives the keys in order and each key's list of values (text, None, bool,
+    int); a key in ``objects`` has None there and its values are flat
+    objects of text, given as a dict of columns: each name's list of text
+    values (None: that entry's object has no such key), the names in the
+    objects' key order. The entries are built only when one is asked for (indexing,
+    iteration, comparison with a list).
+    """
+
+    def __init__(
+        self,
+        columns: dict[str, list[Any] | None],
+        *,
+        objects: dict[str, dict[str, list[str | None]]] | None = None,
+        length: int,
+    ) -> None:
+        self.columns = columns
+        self.objects = {} if objects is None else objects
+        self.length = length
+
+    def keys(self) -> tuple[str, ...]:
+        """The keys of every entry, in order."""
+        return tuple(self.columns)
+
+    def entry(self, index: int) -> dict[str, Any]:
+        """The object at ``index``."""
+        return {
+            key: (
+                {name: v[index] for name, v in self.objects[key].items() if v[index] is not None}
+                if key in self.objects
+                else values[index]
+            )
+            for key, values in self.columns.items()
+        }
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self.entry(i) for i in range(*index.indices(self.length))]
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError("ColumnRecords index out of range")
+        return self.entry(index)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (ColumnRecords, list)):
+            return len(other) == self.length and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  (a list stand-in: unhashable)
+
+
+def _object_texts(
+    items: dict[str, list[str | None]],
+    depth: int,
+    strings: Callable[[str], str],
+    *,
+    length: int,
+) -> list[str]:
+    """The JSON of each flat text object of a :class:`ColumnRecords` object column at ``depth``.
+
+    What :func:`_column_texts` writes for the dicts these columns stand for.
+    When each name is in every object or in none (the common case: every run
+    has the same files), each text is joined from the pieces by one C call;
+    otherwise object by object.
+    """
+    inner = "\n" + INDENT * (depth + 1)
+    end = "\n" + INDENT * depth + "}"
+    separator = "," + inner
+    shared = {name: values for name, values in items.items() if None not in values}
+    if all(values.count(None) == length for name, values in items.items() if name not in shared):
+        if not shared:
+            return ["{}"] * length
+        pieces: list[Any] = []
+        for index, (name, values) in enumerate(shared.items()):
+            label = ("{" + inner if index == 0 else separator) + strings(name) + _KEY_SEPARATOR
+            pieces += [repeat(label, length), map(strings, values)]
+        pieces.append(repeat(end, length))
+        return list(map("".join, zip(*pieces, strict=True)))
+    texts: list[str] = []
+    rows = [
+        [None if v is None else f"{strings(name)}{_KEY_SEPARATOR}{strings(v)}" for v in values]
+        for name, values in items.items()
+    ]
+    for row in zip(*rows, strict=True):
+        present = [piece for piece in row if piece is not None]
+        texts.append("{" + inner + separator.join(present) + end if present else "{}")
+    return texts
 
 
 def _refuse(value: Any) -> Any:
@@ -78,6 +175,8 @@ def _column_texts(values: list[Any], depth: int, strings: Callable[[str], str]) 
     (text keys) of text, at ``depth`` (a container's items go one level deeper).
     """
     kinds = set(map(type, values))
+    if kinds <= {str}:
+        return list(map(strings, values))  # (one C call per value)
     if kinds <= {str, type(None)}:
         return ["null" if value is None else strings(value) for value in values]
     if kinds <= {bool, int, type(None)}:
@@ -121,29 +220,58 @@ def _records_text(value: list[Any], depth: int, *, ensure_ascii: bool) -> str | 
     if any(type(item) is not dict or tuple(item) != keys for item in value):
         return None
     strings = encode_basestring_ascii if ensure_ascii else encode_basestring
+    return _entries_text(
+        keys,
+        lambda key: _column_texts([item[key] for item in value], depth + 2, strings),
+        depth,
+        strings,
+    )
+
+
+def _columns_text(value: ColumnRecords, depth: int, *, ensure_ascii: bool) -> str | None:
+    """The text of a non-empty :class:`ColumnRecords` (None: a value of another kind)."""
+    strings = encode_basestring_ascii if ensure_ascii else encode_basestring
+
+    def texts(key: str) -> list[str] | None:
+        if key in value.objects:
+            return _object_texts(value.objects[key], depth + 2, strings, length=len(value))
+        return _column_texts(value.columns[key], depth + 2, strings)
+
+    return _entries_text(value.keys(), texts, depth, strings)
+
+
+def _entries_text(
+    keys: Sequence[str],
+    texts_of: Callable[[str], list[str] | None],
+    depth: int,
+    strings: Callable[[str], str],
+) -> str | None:
+    """The list of objects whose ``keys``' value texts ``texts_of`` gives (None: not written).
+
+    The whole text is one join of the pieces, taken in turn from each
+    column (the entry's opening, each key's label and value text, its
+    closing): the values are copied once, by the join, and no Python call
+    is made per entry.
+    """
     key_prefix = "\n" + INDENT * (depth + 2)
     closing = "\n" + INDENT * (depth + 1) + "}"
-    # The entries grow a column at a time (each column's texts are dropped as
-    # they are added), and the brackets ride on the first and last entry, so
-    # the text is copied once, by the join: a 50 MB manifest, not three.
-    entries: list[str] = []
-    for index, key in enumerate(keys):
-        texts = _column_texts([item[key] for item in value], depth + 2, strings)
+    item_prefix = "\n" + INDENT * (depth + 1)
+    columns = []
+    for key in keys:
+        texts = texts_of(key)
         if texts is None:
             return None
+        columns.append(texts)
+    length = len(columns[0])
+    openings = chain(("[" + item_prefix,), repeat("," + item_prefix, length - 1))
+    pieces: list[Any] = [openings]
+    for index, (key, texts) in enumerate(zip(keys, columns, strict=True)):
         label = ("{" if index == 0 else ",") + key_prefix + strings(key) + _KEY_SEPARATOR
-        end = closing if index == len(keys) - 1 else ""
-        if index == 0:
-            entries = [f"{label}{text}{end}" for text in texts]
-        else:
-            entries = [
-                f"{entry}{label}{text}{end}" for entry, text in zip(entries, texts, strict=True)
-            ]
-        del texts
-    item_prefix = "\n" + INDENT * (depth + 1)
-    entries[0] = "[" + item_prefix + entries[0]
-    entries[-1] += "\n" + INDENT * depth + "]"
-    return ("," + item_prefix).join(entries)
+        pieces += [repeat(label, length), texts]
+    pieces.append(repeat(closing, length))
+    del columns
+    end = "\n" + INDENT * depth + "]"
+    return "".join(chain(chain.from_iterable(zip(*pieces, strict=True)), (end,)))
 
 
 def _write(value: Any, depth: int, parts: list[str], *, ensure_ascii: bool) -> None:
@@ -151,6 +279,15 @@ def _write(value: Any, depth: int, parts: list[str], *, ensure_ascii: bool) -> N
     if type(value) in _SCALAR_TYPES:
         parts.append(_flat_encoder(depth, ensure_ascii=ensure_ascii)([value])[1:-1])
         return
+    if type(value) is ColumnRecords:
+        if not len(value):
+            parts.append("[]")
+            return
+        text = _columns_text(value, depth, ensure_ascii=ensure_ascii) if value.keys() else None
+        if text is not None:
+            parts.append(text)
+            return
+        value = list(value)  # a value of another kind: the objects, written as a list
     if type(value) is list and value and type(value[0]) is dict:
         text = _records_text(value, depth, ensure_ascii=ensure_ascii)
         if text is not None:

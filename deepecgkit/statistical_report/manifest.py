@@ -24,7 +24,7 @@ import deepecgkit
 from deepecgkit.analysis.compare.mcnemar import MCNEMAR_CAVEAT, MCNEMAR_CAVEAT_CODE
 from deepecgkit.io import display_path, json_ready
 from deepecgkit.statistical_report.identity import RunInput
-from deepecgkit.statistical_report.indented_json import indented_json
+from deepecgkit.statistical_report.indented_json import ColumnRecords, indented_json
 from deepecgkit.statistical_report.tables import run_identity
 
 __all__ = [
@@ -164,13 +164,18 @@ def build_manifest(
     too_few_groups: dict[str, str | None],
     sample_level_anti_conservative: bool,
     withheld_intervals: list[dict[str, str]] | None = None,
+    inputs: ColumnRecords | None = None,
 ) -> dict[str, Any]:
     """Assemble the manifest in the specified key order.
 
     Args:
         roots: resolved roots, in the given order.
         settings: the report settings, in manifest order.
-        runs: every discovered run (excluded too), sorted by ``run_id``.
+        runs: every discovered run (excluded too), sorted by ``run_id``; with
+            ``inputs``, the runs of the per-run road only (the included runs
+            and the caveats come from them).
+        inputs: the ``inputs`` entries of every run as columns (the report's,
+            whose runs recalled as columns have no object); None: from ``runs``.
         outputs: ``{"path", "sha256"}`` of each CSV, paths relative to the report folder.
         figures: ``{"run_id", "path", "format", "sha256"}`` of every figure written now.
         plotting_source_sha256: SHA-256 of the plotting module's source, None without plots.
@@ -187,7 +192,7 @@ def build_manifest(
         "command": COMMAND,
         "roots": [display_path(root.as_posix()) for root in roots],
         "settings": settings,
-        "inputs": [_input_entry(run) for run in runs],
+        "inputs": [_input_entry(run) for run in runs] if inputs is None else inputs,
         "included_runs": [_included_entry(run) for run in runs if not run.excluded],
         "outputs": outputs,
         "figures": figures,

@@ -24,13 +24,15 @@ layout :func:`~deepecgkit.statistical_report.file_memo.memo_entry` makes).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-__all__ = ["memos_from_table", "memos_table"]
+__all__ = ["DIRECTORY", "MemoRows", "memos_from_table", "memos_table"]
 
 DIRECTORY = ":directory"
 #: The stat fields of a signature, in its order, with their column types.
@@ -204,3 +206,72 @@ def memos_from_table(table: pa.Table, *, names: Sequence[str]) -> dict[str, dict
             predictions,
         ) in rows
     }
+
+
+class MemoRows(Mapping[str, dict[str, Any]]):
+    """The memos of a memo table by run directory, each built only when it is asked for.
+
+    A refresh at 100,000 runs asks for one or two (the changed runs: see
+    :mod:`~deepecgkit.statistical_report.frame_recall`, which compares the
+    unchanged ones as columns), so the table stays columns and no memo
+    object is made for a run that did not change. A row that does not convert
+    (a damaged value) is a miss (:meth:`get` gives None), never an error.
+
+    Raises:
+        ValueError: the table does not have the columns of these ``names``.
+    """
+
+    def __init__(self, table: pa.Table, *, names: Sequence[str]) -> None:
+        if table.schema.names != _schema(names).names:
+            raise ValueError("the memo table does not have the columns of this version")
+        self.table = table
+        self.names = tuple(names)
+        directories = table.column("run_dir").to_pylist()
+        self._rows = {run_dir: row for row, run_dir in enumerate(directories)}
+
+    @classmethod
+    def empty(cls, *, names: Sequence[str]) -> MemoRows:
+        """No memo at all (the table of a first build)."""
+        return cls(_schema(names).empty_table(), names=names)
+
+    def __getitem__(self, run_dir: str) -> dict[str, Any]:
+        row = self._rows[run_dir]
+        return memos_from_table(self.table.slice(row, 1), names=self.names)[run_dir]
+
+    def get(self, run_dir: str, default: Any = None) -> Any:
+        """The memo of ``run_dir``; ``default`` when there is none or its row does not convert."""
+        try:
+            return self[run_dir]
+        except (KeyError, ValueError, TypeError, pa.ArrowException):
+            return default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def rows_of(self, run_dirs: Sequence[str]) -> np.ndarray:
+        """``(n,)`` int64 row of each run directory in the table, -1 where it has none."""
+        find = self._rows.get
+        return np.fromiter((find(d, -1) for d in run_dirs), dtype=np.int64, count=len(run_dirs))
+
+    def signature(self, prefix: str, rows: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``(recorded, fields)`` of the signatures of ``prefix`` (a file name or DIRECTORY).
+
+        ``recorded`` is the ``(len(rows),)`` mask of rows that record one;
+        ``fields`` the five stat-field arrays at ``rows`` (size, mtime_ns,
+        ino, ctime_ns, dev; uint64 or int64, 0 where none is recorded).
+        """
+        columns = [self.table.column(name) for name in _signature_columns(prefix)]
+        recorded = np.asarray(columns[0].is_valid())[rows]
+        fields = [np.asarray(pc.fill_null(column, 0))[rows] for column in columns]
+        return recorded, fields
+
+    def hashed(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """``(len(rows),)`` mask of the rows whose memo records the file ``name``."""
+        return np.asarray(self.table.column(f"{name}:sha256").is_valid())[rows]
+
+    def texts(self, column: str, rows: np.ndarray) -> list[str | None]:
+        """The values of a text column (a hash, a fact) at ``rows``, as Python text or None."""
+        return self.table.column(column).take(pa.array(rows, pa.int64())).to_pylist()

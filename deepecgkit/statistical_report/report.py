@@ -36,11 +36,13 @@ import logging
 import numbers
 import os
 import stat
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from deepecgkit.analysis.compare.errors import ComparisonError
@@ -68,16 +70,30 @@ from deepecgkit.io import (
     short_hash,
 )
 from deepecgkit.progress import logged_progress
-from deepecgkit.rundir.format import METRICS_FILENAME, PROBABILITY_SUM_TOLERANCE
+from deepecgkit.rundir.format import (
+    METRICS_FILENAME,
+    PREDICTIONS_FILENAME,
+    PREDICTIONS_TXT_FILENAME,
+    PROBABILITY_SUM_TOLERANCE,
+)
 from deepecgkit.rundir.read import UnreadableRun, find_run_candidates, is_run_directory
 from deepecgkit.rundir.records import RunRecord
+from deepecgkit.statistical_report.frame_recall import (
+    Recalled,
+    RunColumns,
+    recall_unchanged,
+    record_columns,
+)
 from deepecgkit.statistical_report.identity import (
+    HASHED_FILES,
+    STATUS_EXCLUDED,
     UNREADABLE,
     RunFacts,
     RunInput,
     assess_runs,
     seed_of,
 )
+from deepecgkit.statistical_report.indented_json import ColumnRecords
 from deepecgkit.statistical_report.manifest import (
     MANIFEST_FILENAME,
     build_manifest,
@@ -88,6 +104,7 @@ from deepecgkit.statistical_report.manifest import (
     sha256_bytes,
     versions,
 )
+from deepecgkit.statistical_report.memo_table import MemoRows
 from deepecgkit.statistical_report.reuse import (
     CACHE_FILENAME,
     DamagedEntry,
@@ -144,6 +161,8 @@ _FIGURE_NAME_CHARACTERS = 60
 #: Largest ``bins``: far beyond any reliability diagram, small enough that
 #: per-bin arrays cannot exhaust memory.
 MAX_REPORT_BINS = 10_000
+#: The files whose hashes a manifest input lists, in the order a run records them.
+_MANIFEST_FILES = (*HASHED_FILES, PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME)
 
 
 @dataclass(frozen=True)
@@ -154,7 +173,11 @@ class ReportResult:
         out_dir: the report folder.
         run_summary, level_metrics, reliability, paired_comparisons, mcnemar,
             exclusions: the six tables exactly as written to CSV.
-        manifest: the manifest as written to ``manifest.json`` (NaN as None).
+        manifest: the manifest as written to ``manifest.json`` (NaN as None);
+            its ``inputs`` is a sequence of the entries, built from columns
+            when one is asked for
+            (:class:`~deepecgkit.statistical_report.indented_json.ColumnRecords`,
+            equal to the list ``json.load`` gives).
         figures: absolute paths of the report's figures (written or kept by this call).
         reused_runs, computed_runs: included runs whose rows came from the
             reuse cache, and those bootstrapped now.
@@ -257,27 +280,63 @@ def _plain_absolute(text: str) -> bool:
     )
 
 
-def _resolved_paths(paths: Sequence[str | Path]) -> list[str]:
+def _all_plain_absolute(texts: Sequence[Any]) -> bool:
+    """Whether every item is text for which :func:`_plain_absolute` holds, tested at once.
+
+    The texts are joined with NUL, which no path holds (the operating system
+    refuses it; a text that holds one makes this False), so each of
+    :func:`_plain_absolute`'s substring tests is one
+    search of the joined text: a path that does not start with a separator
+    shows as a NUL not followed by one, a path's end as a text before a NUL.
+    """
+    if not texts or set(map(type, texts)) != {str}:
+        return False
+    joined = "\0".join(texts) + "\0"
+    return (
+        joined.count("\0") == len(texts)  # (a text holding NUL: one by one)
+        and "\0" not in joined[:-1].replace("\0/", "/")
+        and joined.startswith("/")
+        and "//" not in joined
+        and "/./" not in joined
+        and "/../" not in joined
+        and "/\0" not in joined
+        and "/.\0" not in joined
+        and "/..\0" not in joined
+    )
+
+
+def _resolved_paths(
+    paths: Sequence[str | Path], *, infos: list[os.stat_result | None] | None = None
+) -> list[str]:
     """``os.path.realpath`` of each path, resolving each distinct parent folder once.
 
     A normalised absolute path whose last component is not a symbolic link
     resolves to its parent's real path joined with that name, so a run
     directory costs one ``lstat`` instead of one per component of its path
     (20,000 run directories: 20,000 calls rather than 100,000 and more).
-    Any other path (bytes included) is resolved in full.
+    Any other path (bytes included) is resolved in full. ``infos``, when
+    given, receives each path's ``lstat`` where it was taken and the path is
+    not a link, else None: the run directory's own stat signature, which the
+    columnar memo check (:mod:`~deepecgkit.statistical_report.frame_recall`)
+    compares, so that no run costs a second call for it.
     """
     parents: dict[str, str] = {}
     resolved = []
     lstat, is_link = os.lstat, stat.S_ISLNK
+    keep = (lambda info: None) if infos is None else infos.append
+    plain = _all_plain_absolute(paths)
     for path in paths:
         text = path if type(path) is str else os.fspath(path)
-        if type(text) is not str or not _plain_absolute(text):
+        if not plain and (type(text) is not str or not _plain_absolute(text)):
             resolved.append(os.path.realpath(text))
+            keep(None)
             continue
         try:
-            linked = is_link(lstat(text).st_mode)
+            info: os.stat_result | None = lstat(text)
         except (OSError, ValueError):
-            linked = False  # missing: realpath keeps the name, as below
+            info = None  # missing: realpath keeps the name, as below
+        linked = info is not None and is_link(info.st_mode)
+        keep(None if linked else info)
         if linked:
             resolved.append(os.path.realpath(text))
             continue
@@ -299,7 +358,9 @@ def _common_path(paths: Sequence[str]) -> str:
     each path ends there or goes on with one, they are the common path. Other
     paths go to ``commonpath``.
     """
-    if not all(type(text) is str and _plain_absolute(text) for text in paths):
+    if not _all_plain_absolute(paths) and not all(
+        type(text) is str and _plain_absolute(text) for text in paths
+    ):
         return os.path.commonpath(paths)
     shared = os.path.commonprefix([min(paths), max(paths)])  # noqa: RUF071 (characters, then cut)
     end = len(shared)
@@ -309,7 +370,18 @@ def _common_path(paths: Sequence[str]) -> str:
 
 
 def _run_ids(roots: Sequence[str | Path], run_dirs: Sequence[str | Path]) -> list[tuple[str, str]]:
-    """``(run_id, resolved path)``: paths relative to the roots' common base, POSIX form.
+    """``(run_id, resolved path)`` of each run directory (see :func:`_identified`)."""
+    ids, resolved = _identified(roots, run_dirs)
+    return list(zip(ids, resolved, strict=True))
+
+
+def _identified(
+    roots: Sequence[str | Path],
+    run_dirs: Sequence[str | Path],
+    *,
+    infos: list[os.stat_result | None] | None = None,
+) -> tuple[list[str], list[str]]:
+    """``(run ids, resolved paths)``: paths relative to the roots' common base, POSIX form.
 
     The base is the common path of the resolved roots, or its parent when it
     is itself a run directory, so a root passed as a run directory still has
@@ -318,17 +390,20 @@ def _run_ids(roots: Sequence[str | Path], run_dirs: Sequence[str | Path]) -> lis
     its id names it inside the roots rather than wherever the link points.
     A name that is not valid UTF-8 is shown with escapes (see
     :func:`~deepecgkit.io.display_path`). The resolved path is text (100,000
-    ``Path`` objects cost seconds and nothing here needs one).
+    ``Path`` objects cost seconds and nothing here needs one). ``infos``
+    receives each run directory's ``lstat`` (see :func:`_resolved_paths`).
     """
     if not run_dirs:
-        return []
-    resolved_dirs = _resolved_paths(run_dirs)
+        return [], []
+    resolved_dirs = _resolved_paths(run_dirs, infos=infos)
     resolved_roots = resolved_dirs if roots is run_dirs else _resolved_paths(roots)
     base = Path(_common_path(resolved_roots))
-    given = [
-        text if type(text) is str and _plain_absolute(text) else os.path.abspath(text)
-        for text in map(os.fspath, roots)
-    ]
+    given = [os.fspath(root) for root in roots]
+    if not _all_plain_absolute(given):
+        given = [
+            text if type(text) is str and _plain_absolute(text) else os.path.abspath(text)
+            for text in given
+        ]
     given_base = Path(_common_path(given))
     if is_run_directory(base):
         base, given_base = base.parent, given_base.parent
@@ -336,7 +411,7 @@ def _run_ids(roots: Sequence[str | Path], run_dirs: Sequence[str | Path]) -> lis
     # normalised real paths, so the rest is already a POSIX relative path.
     prefix = os.path.join(os.fspath(base), "")
     cut = len(prefix)
-    identified = []
+    ids = []
     for directory, resolved in zip(run_dirs, resolved_dirs, strict=True):
         if resolved.startswith(prefix):
             relative = resolved[cut:]
@@ -346,8 +421,17 @@ def _run_ids(roots: Sequence[str | Path], run_dirs: Sequence[str | Path]) -> lis
                 if resolved == os.fspath(base)
                 else os.path.relpath(os.path.abspath(directory), given_base)
             ).as_posix()
-        identified.append((display_path(relative), resolved))
-    return identified
+        ids.append(relative)
+    return _display_paths(ids), resolved_dirs
+
+
+def _display_paths(texts: list[str]) -> list[str]:
+    """:func:`~deepecgkit.io.display_path` of each text, checked at once when all are valid."""
+    try:
+        "".join(texts).encode("utf-8")
+    except UnicodeEncodeError:
+        return [display_path(text) for text in texts]
+    return texts
 
 
 def _unlisted_runs(roots: list[Path], unlisted: Sequence[UnreadableRun]) -> list[RunInput]:
@@ -362,25 +446,116 @@ def _unlisted_runs(roots: list[Path], unlisted: Sequence[UnreadableRun]) -> list
     return runs
 
 
+class _OrderedRuns:
+    """Every run of the report in ``run_id`` order, objects and recalled columns.
+
+    The objects are the per-run road's runs; the others were recalled as
+    columns (:class:`~deepecgkit.statistical_report.frame_recall.Recalled`).
+
+    Positions number the found run directories in the order given, then the
+    unlisted ones; ``order`` sorts them by ``run_id``, ties in that order
+    (what sorting the runs by ``run_id`` did, stably, when every run was an
+    object). A column of all runs is one numpy object array filled at the
+    recalled positions at once and at the objects' positions one by one.
+    """
+
+    def __init__(
+        self,
+        run_ids: list[str],
+        paths: list[str],
+        objects: dict[int, RunInput],
+        recalled: Recalled,
+    ) -> None:
+        self.size = len(run_ids)
+        self.objects = objects
+        self.recalled = recalled
+        self.order = np.array(sorted(range(self.size), key=run_ids.__getitem__), dtype=np.int64)
+        self.run_ids, self.paths = run_ids, paths
+        #: The objects in ``run_id`` order.
+        self.runs = [objects[p] for p in self.order.tolist() if p in objects]
+
+    def column(self, recalled: Any, of_run: Callable[[RunInput], Any]) -> np.ndarray:
+        """``(size,)`` object array in ``run_id`` order of one value of every run.
+
+        ``recalled``: the recalled runs' values (a list in their order, or one
+        value for all of them); ``of_run(run)``: an object's.
+        """
+        values = np.empty(self.size, dtype=object)
+        if len(self.recalled.positions):
+            values[self.recalled.positions] = recalled
+        for position, run in self.objects.items():
+            values[position] = of_run(run)
+        return values[self.order]
+
+    def excluded(self) -> np.ndarray:
+        """``(size,)`` mask in ``run_id`` order of the excluded runs."""
+        return self.column(True, lambda run: run.excluded).astype(bool)
+
+    def models(self) -> set[str | None]:
+        """The model of every run."""
+        return {run.model for run in self.objects.values()} | set(self.recalled.model)
+
+    def inputs(self) -> ColumnRecords:
+        """The manifest's ``inputs``: each run's id, path, status, reason and file hashes."""
+        files: dict[str, list[str | None]] = {}
+        canonical = all(
+            list(run.files) == [name for name in _MANIFEST_FILES if name in run.files]
+            and set(run.files) <= set(_MANIFEST_FILES)
+            for run in self.objects.values()
+        )
+        for name in _MANIFEST_FILES:
+            recalled = self.recalled.hashes.get(name, None)
+            files[name] = self.column(recalled, lambda run, name=name: run.files.get(name)).tolist()
+        columns: dict[str, list[Any] | None] = {
+            "run_id": np.array(self.run_ids, dtype=object)[self.order].tolist(),
+            "path": self.column(
+                _display_paths([self.paths[p] for p in self.recalled.positions.tolist()]),
+                lambda run: display_path(run.path),
+            ).tolist(),
+            "status": self.column(STATUS_EXCLUDED, lambda run: run.status).tolist(),
+            "reason": self.column(self.recalled.reason, lambda run: run.reason).tolist(),
+            "files": None,
+        }
+        size = self.size
+        if canonical:
+            return ColumnRecords(columns, objects={"files": files}, length=size)
+        # A run whose files are in another order: each entry's object as it is (never so far).
+        columns["files"] = self.column(
+            [dict(_recalled_files(files, i)) for i in range(len(self.recalled.positions))],
+            lambda run: dict(run.files),
+        ).tolist()
+        return ColumnRecords(columns, length=size)
+
+
+def _recalled_files(files: dict[str, list[str | None]], index: int) -> Iterator[tuple[str, str]]:
+    for name, values in files.items():
+        if values[index] is not None:
+            yield name, values[index]
+
+
 # --- computing -----------------------------------------------------------------------------------
 
 
-def _exclusions(excluded: list[RunInput], rejected: list[dict[str, Any]]) -> pd.DataFrame:
+def _exclusions(runs: _OrderedRuns, rejected: list[dict[str, Any]]) -> pd.DataFrame:
     """``exclusions.csv``: the excluded runs (scope ``run``), then the rejected comparisons.
 
     Built a column at a time (see :func:`~deepecgkit.statistical_report.tables.column_table`).
     """
-    runs = {
-        "scope": [SCOPE_RUN] * len(excluded),
-        "run_id": [run.run_id for run in excluded],
-        "model": [run.model for run in excluded],
-        "dataset": [run.dataset for run in excluded],
-        "seed": [run.seed for run in excluded],
-        "reference_run_id": [None] * len(excluded),
-        "reason": [run.reason for run in excluded],
-        "detail": [run.detail for run in excluded],
+    excluded = runs.excluded()
+    recalled = runs.recalled
+    count = int(excluded.sum())
+    values = {
+        "scope": [SCOPE_RUN] * count,
+        "run_id": np.array(runs.run_ids, dtype=object)[runs.order][excluded].tolist(),
+        "model": runs.column(recalled.model, lambda run: run.model)[excluded].tolist(),
+        "dataset": runs.column(recalled.dataset, lambda run: run.dataset)[excluded].tolist(),
+        "seed": runs.column(recalled.seed, lambda run: run.seed)[excluded].tolist(),
+        "reference_run_id": [None] * count,
+        "reason": runs.column(recalled.reason, lambda run: run.reason)[excluded].tolist(),
+        "detail": runs.column(recalled.detail, lambda run: run.detail)[excluded].tolist(),
     }
-    values = {name: runs[name] + [row[name] for row in rejected] for name in EXCLUSION_COLUMNS}
+    for name in EXCLUSION_COLUMNS:
+        values[name] += [row[name] for row in rejected]
     return column_table(values, EXCLUSION_COLUMNS)
 
 
@@ -674,6 +849,54 @@ def _check_sources(
     return root_paths, found, unlisted
 
 
+def _assessed(
+    naming: Sequence[str | Path],
+    found: Sequence[str | Path],
+    unlisted: Sequence[UnreadableRun],
+    previous: ReportCache,
+    reuse: RowReuse,
+    columns: RunColumns | None,
+    allow_partial: bool,
+) -> _OrderedRuns:
+    """Every run through the identity contract, recalled as columns where it may be.
+
+    The others go run by run (:func:`assess_runs`); the memos and verdicts
+    for the next build are kept in ``reuse``.
+    """
+    directories: list[os.stat_result | None] = []
+    run_ids, paths = _identified(naming, found, infos=directories)
+    memos = previous.files
+    recalled = Recalled.none()
+    if isinstance(memos, MemoRows) and len(memos):
+        recalled = recall_unchanged(paths, directories, memos=memos, records=columns)
+        reuse.carry_memos(memos.table, np.unique(recalled.rows))
+    del directories
+    others = np.ones(len(paths), dtype=bool)
+    others[recalled.positions] = False
+    slow = np.flatnonzero(others).tolist()
+    runs = assess_runs(
+        [(run_ids[p], paths[p]) for p in slow],
+        allow_partial=allow_partial,
+        known=decode_verdicts(previous.contents),
+        records=None if columns is None else columns.facts(slow),
+        memos=memos,
+        recalled=recalled.fingerprints,
+    )
+    reuse.keep_verdicts(runs)
+    if len(recalled.positions):
+        logger.info(
+            "%d unchanged runs excluded as before without reading them: %s",
+            len(recalled.positions),
+            dict(sorted(Counter(recalled.reason).items())),
+        )
+    objects = dict(zip(slow, runs, strict=True))
+    for index, run in enumerate(_unlisted_runs(naming, unlisted)):
+        objects[len(paths) + index] = run
+        run_ids.append(run.run_id)
+        paths.append(run.path)
+    return _OrderedRuns(run_ids, paths, objects, recalled)
+
+
 def statistical_report(
     roots: Sequence[str | os.PathLike[str]] | None,
     out_dir: str | os.PathLike[str],
@@ -688,7 +911,7 @@ def statistical_report(
     overwrite: bool = False,
     seed: int = DEFAULT_BOOTSTRAP_SEED,
     run_dirs: Sequence[str | os.PathLike[str]] | None = None,
-    records: Sequence[RunRecord | RunFacts] | None = None,
+    records: Sequence[RunRecord | RunFacts] | RunColumns | None = None,
 ) -> ReportResult:
     """Build the statistical report of every run directory under ``roots``.
 
@@ -723,7 +946,9 @@ def statistical_report(
             ``discovered_runs``): their ``run_dir`` are reported, and a
             run's model, dataset, seed and returncode are taken from its
             record while its metrics file has the record's ``mtime``, instead
-            of reading that file again.
+            of reading that file again. The platform passes them as
+            :class:`~deepecgkit.statistical_report.frame_recall.RunColumns`
+            (its ``discovered_runs`` frame's columns, no object per run).
 
     Returns:
         :class:`ReportResult`. When runs were found but none passed the
@@ -746,10 +971,12 @@ def statistical_report(
         reference,
         {"allow_partial": allow_partial, "plots": plots, "pdf": pdf, "overwrite": overwrite},
     )
+    columns = None
     if records is not None:
         if run_dirs is not None:
             raise ComparisonError("give the run directories (run_dirs) or their records, not both")
-        run_dirs = [record.run_dir for record in records]
+        columns = records if isinstance(records, RunColumns) else record_columns(records)
+        run_dirs = columns.run_dir
     root_paths, found, unlisted = _check_sources(roots, run_dirs)
     out_path = Path(out_dir)
     _check_out_dir(out_path, overwrite)
@@ -767,18 +994,10 @@ def statistical_report(
     with _collector_paused():
         previous = ReportCache.load(out_path / CACHE_FILENAME, bound_to)
         reuse = RowReuse(previous, settings, allow_partial=allow_partial)
-        runs = assess_runs(
-            _run_ids(naming, found),
-            allow_partial=allow_partial,
-            known=decode_verdicts(previous.contents),
-            records=records,
-            memos=previous.files,
-        )
-        reuse.keep_verdicts(runs)
-        runs += _unlisted_runs(naming, unlisted)
-        runs.sort(key=lambda run: run.run_id)
-    if reference is not None and reference not in {run.model for run in runs}:
-        known = sorted({run.model for run in runs if run.model is not None})
+        ordered = _assessed(naming, found, unlisted, previous, reuse, columns, allow_partial)
+        runs = ordered.runs
+    if reference is not None and reference not in ordered.models():
+        known = sorted({model for model in ordered.models() if model is not None})
         raise ComparisonError(
             f"reference model {reference!r} is not the model of any discovered run "
             f"(models found: {', '.join(known) or 'none'})"
@@ -807,10 +1026,7 @@ def statistical_report(
         ),
         "paired_comparisons.csv": _with_holm(table(paired_rows, PAIRED_COLUMNS)),
         "mcnemar.csv": table(mcnemar_rows, MCNEMAR_COLUMNS),
-        "exclusions.csv": _exclusions(
-            [run for run in runs if run.excluded],
-            sorted(rejected, key=lambda row: row["run_id"]),
-        ),
+        "exclusions.csv": _exclusions(ordered, sorted(rejected, key=lambda row: row["run_id"])),
     }
 
     with _collector_paused():
@@ -862,6 +1078,7 @@ def statistical_report(
                 "min_informative_groups": MIN_INFORMATIVE_GROUPS,
             },
             runs=runs,
+            inputs=ordered.inputs(),
             outputs=outputs,
             figures=figure_entries,
             plotting_source_sha256=plotting_source,
@@ -880,7 +1097,7 @@ def statistical_report(
         len(included),
         reuse.reused_runs,
         reuse.computed_runs,
-        len(runs) - len(included),
+        ordered.size - len(included),
         len(frames["paired_comparisons.csv"]),
         reuse.reused_pairs,
         reuse.computed_pairs,

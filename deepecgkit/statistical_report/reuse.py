@@ -25,6 +25,10 @@ content of what shaped them, so an entry can never describe other inputs.
   memos are kept beside the cache, as the columns of ``report_memos.parquet``
   (:mod:`~deepecgkit.statistical_report.memo_table`): at 100,000 runs they
   were 75 MB of JSON that each refresh decoded, encoded and compressed again.
+  They stay columns when loaded: the unchanged runs are compared with them
+  as arrays (:mod:`~deepecgkit.statistical_report.frame_recall`) and their
+  rows written again as they are; a memo object is built only for a run
+  the per-run road reads.
 * A **figure key** adds ``pdf``, the plotting module's source and the
   matplotlib version to the run key; its entry records the files (path,
   format, SHA-256) of the figure; a file is reused only when its bytes on
@@ -63,7 +67,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deepecgkit.io import UnreadableFileError, atomic_write_bytes, json_ready, read_regular_file
@@ -75,7 +81,7 @@ from deepecgkit.statistical_report.identity import (
     RunInput,
     content_key,
 )
-from deepecgkit.statistical_report.memo_table import memos_from_table, memos_table
+from deepecgkit.statistical_report.memo_table import MemoRows, memos_table
 from deepecgkit.statistical_report.tables import (
     LEVEL_METRICS_COLUMNS,
     MCNEMAR_COLUMNS,
@@ -404,14 +410,19 @@ class ReportCache:
     """The entries of one report's cache: run, pair, figure and content keys to entries.
 
     ``files`` holds the file memo of each run directory, by its resolved path
-    (kept in ``report_memos.parquet`` beside the cache file).
+    (kept in ``report_memos.parquet`` beside the cache file): a loaded
+    cache's are a :class:`~deepecgkit.statistical_report.memo_table.MemoRows`
+    (built per run only when asked for), a new cache's are the memos made
+    now, and ``carried`` an earlier memo table and the rows of it kept as
+    they are (the memos of the runs recalled as columns), written beside them.
     """
 
     runs: dict[str, Any] = field(default_factory=dict)
     pairs: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     contents: dict[str, Any] = field(default_factory=dict)
-    files: dict[str, Any] = field(default_factory=dict)
+    files: Mapping[str, Any] = field(default_factory=dict)
+    carried: tuple[pa.Table, np.ndarray] | None = None
 
     @classmethod
     def load(cls, path: Path, bound_to: Mapping[str, Any]) -> ReportCache:
@@ -465,7 +476,7 @@ class ReportCache:
             "contents": self.contents,
         }
         text = json.dumps(payload, sort_keys=True, allow_nan=True, separators=(",", ":"))
-        _save_memos(path.with_name(MEMOS_FILENAME), self.files, bound_to)
+        _save_memos(path.with_name(MEMOS_FILENAME), self.files, bound_to, carried=self.carried)
         return write_changed(
             path, gzip.compress(text.encode("ascii"), compresslevel=_GZIP_LEVEL, mtime=_GZIP_MTIME)
         )
@@ -475,14 +486,15 @@ def _environment_text(bound_to: Mapping[str, Any]) -> bytes:
     return json.dumps(dict(bound_to), sort_keys=True).encode("utf-8")
 
 
-def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> dict[str, Any]:
+def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> MemoRows:
     """The memos of the memo table at ``path``; none when it is absent, damaged or foreign."""
+    none = MemoRows.empty(names=_MEMO_NAMES)
     try:
         data, _ = read_regular_file(path)
     except UnreadableFileError as exc:
         if path.exists() or path.is_symlink():
             logger.warning("report memos %s ignored: %s", path, exc.reason)
-        return {}
+        return none
     try:
         reader = pq.ParquetFile(pa.BufferReader(data))
         bound = (reader.schema_arrow.metadata or {}).get(_MEMOS_ENVIRONMENT_KEY)
@@ -490,26 +502,64 @@ def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> dict[str, Any]:
         table = reader.read() if bound == _environment_text(bound_to) else None
     except (pa.ArrowException, OSError, ValueError):
         logger.warning("report memos %s are damaged; every run is read again", path)
-        return {}
+        return none
     if table is None:
         logger.info(
             "report memos %s were written by another program or version of the library; "
             "every run is read again",
             path,
         )
-        return {}
+        return none
     try:
-        return memos_from_table(table, names=_MEMO_NAMES)
+        return MemoRows(table, names=_MEMO_NAMES)
     except (ValueError, TypeError, pa.ArrowException):
         logger.warning("report memos %s are damaged; every run is read again", path)
-        return {}
+        return none
 
 
-def _save_memos(path: Path, memos: Mapping[str, Any], bound_to: Mapping[str, Any]) -> Path:
-    """Write the memo table atomically (Parquet, the environment in its schema metadata)."""
+def _with_carried(table: pa.Table, source: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table``'s rows and ``source``'s ``rows`` in one table sorted by run directory.
+
+    One ``take`` from the two tables side by side, so the earlier table's
+    rows are copied once (at 100,000 runs each copy of the table is about
+    60 MB); a source row whose run directory ``table`` holds is left out.
+    Arrow orders text by its UTF-8 bytes, which is Python's order of the code
+    points (a clean build's ``sorted``).
+    """
+    source = source.replace_schema_metadata(None)
+    table = table.replace_schema_metadata(None)
+    if table.num_rows:
+        replaced = pc.is_in(source["run_dir"].take(pa.array(rows, pa.int64())), table["run_dir"])
+        rows = rows[~np.asarray(replaced, dtype=bool)]
+    combined = pa.concat_tables([source, table])
+    indices = np.concatenate([rows, source.num_rows + np.arange(table.num_rows, dtype=np.int64)])
+    if table.num_rows == 0 and np.array_equal(indices, np.arange(source.num_rows)):
+        return source.combine_chunks()  # every earlier row, in its order: nothing to take
+    keys = combined["run_dir"].take(pa.array(indices, pa.int64()))
+    order = indices[np.asarray(pc.sort_indices(keys))]
+    return combined.take(pa.array(order, pa.int64())).combine_chunks()
+
+
+def _save_memos(
+    path: Path,
+    memos: Mapping[str, Any],
+    bound_to: Mapping[str, Any],
+    *,
+    carried: tuple[pa.Table, np.ndarray] | None = None,
+) -> Path:
+    """Write the memo table atomically (Parquet, the environment in its schema metadata).
+
+    ``carried`` rows (of an earlier table, as they are) join the rows of
+    ``memos``, sorted by run directory with them, so the file is the one a
+    build that made every memo now writes. They are dropped when a memo of
+    ``memos`` did not fit a column (then, as on a clean build, none is kept).
+    """
     table, left_out = memos_table(memos, names=_MEMO_NAMES)
     if left_out:
         logger.info("%d file memos not kept (they do not fit the memo table)", left_out)
+    overflowed = table.num_rows == 0 and left_out and left_out == len(memos)
+    if carried is not None and len(carried[1]) and not overflowed:
+        table = _with_carried(table, *carried)
     table = table.replace_schema_metadata({_MEMOS_ENVIRONMENT_KEY: _environment_text(bound_to)})
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
@@ -537,6 +587,10 @@ class RowReuse:
         self.run_keys: dict[str, str] = {}
         self.reused_runs = self.computed_runs = 0
         self.reused_pairs = self.computed_pairs = 0
+
+    def carry_memos(self, memos: pa.Table, rows: np.ndarray) -> None:
+        """Keep ``rows`` of the previous memo table as they are (runs recalled as columns)."""
+        self.kept.carried = (memos, rows)
 
     def keep_verdicts(self, runs: Sequence[RunInput]) -> None:
         """Keep the predictions verdict and the file memo of every run that has one.

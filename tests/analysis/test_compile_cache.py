@@ -2,15 +2,17 @@
 
 Compiles are counted by wrapping the real ``compile_table_run`` (pdflatex
 runs behind it); a verdict the picture's engine run settles must equal the
-one ``compile_table`` gives the same table. A long table is checked in pieces
-(``long_table_chunks``); the check must still fail for a table that does not
-compile, wherever the bad line sits, including a line that breaks only after
-the ``\\`` of the line before it.
+one ``compile_table`` gives the same table. A long table is checked on one
+line of each form (``check_pieces``), in pieces (``long_table_chunks``' layout);
+the check must still fail for a table that does not compile, wherever the bad
+line sits, including a line that breaks only after the ``\\`` of the line
+before it and a digit TeX reads as a number.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 import shutil
 import threading
 
@@ -18,6 +20,7 @@ import pandas as pd
 import pytest
 
 from deepecgkit.analysis import compile_cache as C, latex as L, table_images as T
+from deepecgkit.analysis.line_forms import line_form
 
 PDFLATEX = shutil.which("pdflatex")
 pytestmark = pytest.mark.skipif(PDFLATEX is None, reason="needs pdflatex")
@@ -224,7 +227,7 @@ def test_a_long_table_compiles_piece_by_piece_and_each_piece_is_cached(tmp_path,
     assert C.compile_tables(texts, engines, cache=cache, chunk_lines=LINES) == {
         "flip.tex": (True, "")
     }
-    pieces = [piece for piece, _ in C.long_table_chunks(table, lines=LINES)]
+    pieces = [piece for piece, _ in C.check_pieces(table, lines=LINES)]
     assert sorted(compiles) == sorted(pieces)
     assert C.compile_tables(texts, engines, cache=cache, chunk_lines=LINES)["flip.tex"][0]
     assert len(compiles) == len(pieces), "every piece came from the cache"
@@ -236,6 +239,8 @@ def test_a_long_table_compiles_piece_by_piece_and_each_piece_is_cached(tmp_path,
         (30, r"\undefinedcommand & x \\", "Undefined control sequence"),
         # Unshielded: LaTeX reads "[" after the "\\" ending the line before as a length.
         (LINES, r"[x] / y & -- & -- & -- & -- & -- & -- \\", "Missing number"),
+        # A digit TeX reads as a number: the same line with a 7 instead of the 9 compiles.
+        (45, r"\multicolumn{9}{l}{x} \\", "Extra alignment tab"),
     ],
 )
 def test_a_bad_line_fails_the_table_as_the_whole_compile_does(tmp_path, line, bad, error):
@@ -249,8 +254,8 @@ def test_a_bad_line_fails_the_table_as_the_whole_compile_does(tmp_path, line, ba
         {"flip.tex": broken}, {"flip.tex": PDFLATEX}, chunk_lines=LINES
     ).values()
     assert not ok and error in reason
-    first = line // LINES * LINES
-    assert reason.startswith(f"body lines {first + 1}-")
+    first, last = map(int, re.match(r"body lines (\d+)-(\d+) of ", reason).groups())
+    assert first <= line + 1 <= last
 
 
 def test_a_line_that_breaks_only_after_the_line_before_needs_the_repeated_line():
@@ -263,3 +268,20 @@ def test_a_line_that_breaks_only_after_the_line_before_needs_the_repeated_line()
     assert L.compile_table(alone) == (True, "")
     after_a_row = alone.replace("\n" + bad, "\n" + lines[1] + "\n" + bad, 1)
     assert not L.compile_table(after_a_row)[0]
+
+
+def test_a_long_table_is_checked_on_one_line_of_each_form(tmp_path, compiles):
+    """The 60 rows differ only in digits: the check compiles a few lines, in one piece."""
+    table = long_flip_table()
+    lines = body(table)
+    ((piece, where),) = C.check_pieces(table, lines=LINES)
+    held = body(piece)
+    assert len(held) < len(lines) // 4
+    assert {line_form(line) for line in held} == {line_form(line) for line in lines}
+    assert where == f"body lines 1-{len(lines)} of {len(lines)}, one line of each form"
+    assert C.compile_tables({"f": table}, {"f": PDFLATEX}, chunk_lines=LINES) == {"f": (True, "")}
+    assert compiles == [piece]
+    # A table whose body lines all differ in form is cut as long_table_chunks cuts it.
+    distinct = table.replace("\n".join(lines), "\n".join(rf"\textbf{{{i}}} \\" for i in range(45)))
+    assert C.check_pieces(distinct, lines=LINES) == C.long_table_chunks(distinct, lines=LINES)
+    assert len(C.check_pieces(distinct, lines=LINES)) == 3

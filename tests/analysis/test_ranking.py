@@ -347,6 +347,23 @@ def test_worked_example_tau_summary(worked_example_frame: pd.DataFrame) -> None:
     assert taus["min_attainable_p"].tolist() == pytest.approx([1 / 3, 1 / 3], abs=PRINTED)
 
 
+def test_ranks_computed_once_give_the_distribution_and_the_tau_summary(
+    worked_example_frame: pd.DataFrame,
+) -> None:
+    """What the platform's dataset step does: rank the seeds once, for both frames."""
+    ranks = rank_within_seed(worked_example_frame)
+    pd.testing.assert_frame_equal(
+        ranking.distribution_of_ranks(ranks), rank_distribution(worked_example_frame)
+    )
+    options = {"confidence_level": 0.9, "n_permutations": 50, "seed": 7}
+    pd.testing.assert_frame_equal(
+        ranking.tau_of_ranks(ranks, **options), tau_summary(worked_example_frame, **options)
+    )
+    with pytest.raises(ValueError, match="n_permutations must be at least 1"):
+        ranking.tau_of_ranks(ranks, n_permutations=0)
+    assert ranking.tau_of_ranks(ranks.iloc[:0]).columns.tolist() == TAU_COLUMNS
+
+
 def _scipy_taus(per_seed: pd.DataFrame) -> list[float]:
     """tau-b of every unordered seed pair; ``per_seed`` is models x seeds (higher is better)."""
     columns = sorted(per_seed.columns)

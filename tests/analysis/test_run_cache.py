@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -105,47 +104,47 @@ def test_tree_state_digest_tracks_readable_runs(tmp_path: Path) -> None:
 # --- a damaged cache is never a source of truth -------------------------------------------------
 
 
-def _saved_cache(tmp_path: Path, n: int = 3) -> tuple[Path, Path, list[str]]:
+def _saved_cache(tmp_path: Path, n: int = 3) -> tuple[Path, Path, bytes]:
     runs = tmp_path / "runs"
     for seed in range(n):
         make(runs, f"cnn_afib_seed{seed}", seed)
     cache = RunCache()
     discover_runs(runs, reader=cache.read)
-    path = tmp_path / "cache" / "run_records.jsonl"
+    path = tmp_path / "cache" / "run_records.cache"
     cache.save(path)
-    return runs, path, path.read_text(encoding="utf-8").splitlines()
+    return runs, path, path.read_bytes()
 
 
-@pytest.mark.parametrize("damage", ["truncated", "nul", "missing_key", "header"])
-def test_damaged_discovery_cache_line_is_dropped_and_parsed_again(
+@pytest.mark.parametrize("damage", ["truncated", "flipped_byte", "header", "empty"])
+def test_a_damaged_discovery_cache_is_ignored_and_every_run_parsed_again(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
-    runs, path, lines = _saved_cache(tmp_path)
+    runs, path, data = _saved_cache(tmp_path)
     fresh, _ = discover_runs(runs)
+    header_end = data.index(b"\n") + 1
     if damage == "truncated":
-        text = "\n".join(lines)[:-40]  # cut mid-line, as a crash mid-write would
-    elif damage == "nul":
-        text = "\n".join([*lines[:2], lines[2].replace('"cnn"', '"c\\u0000nn"', 1) + "\0"])
-    elif damage == "missing_key":
-        fields = lines[2].split("\t")
-        data = json.loads(fields[4])  # the record's fields; its metrics are fields[5]
-        del data["model"]
-        fields[4] = json.dumps(data)
-        text = "\n".join([*lines[:2], "\t".join(fields), *lines[3:]])
+        data = data[:-40]  # cut short, as a crash mid-write of another tool would
+    elif damage == "flipped_byte":
+        middle = header_end + (len(data) - header_end) // 2
+        data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
+    elif damage == "header":
+        data = b"{format: 3\n" + data[header_end:]
     else:
-        text = "{format: 3\n" + "\n".join(lines[1:])
-    path.write_text(text + "\n", encoding="utf-8")
+        data = b""
+    path.write_bytes(data)
 
     with caplog.at_level(logging.WARNING, logger="deepecgkit.rundir.cache"):
         cache = RunCache.load(path)
         records, diagnostics = discover_runs(runs, reader=cache.read)
     assert [r._replace(metrics={}) for r in records] == [r._replace(metrics={}) for r in fresh]
     assert not diagnostics["unreadable"], "the runs are read, not lost"
-    assert cache.misses >= 1 and cache.hits + cache.misses == 3
-    assert str(path) in caplog.text, "the log names the cache"
+    assert cache.misses == 3 and cache.hits == 0, "nothing of a damaged file is trusted"
+    if damage != "empty":
+        assert str(path) in caplog.text, "the log names the cache"
     cache.prune_unvisited()
     cache.save()
-    assert RunCache.load(path).damaged == 0, "the rewritten cache is whole again"
+    again = RunCache.load(path)
+    assert again.damaged == 0 and len(again) == 3, "the rewritten cache is whole again"
 
 
 def test_cache_is_pruned_of_runs_that_no_longer_exist(tmp_path: Path) -> None:
@@ -155,7 +154,8 @@ def test_cache_is_pruned_of_runs_that_no_longer_exist(tmp_path: Path) -> None:
     discover_runs(runs, reader=cache.read)
     assert cache.prune_unvisited() == 1
     cache.save()
-    assert sorted(RunCache.load(path)._entries) == [
-        str(runs / "cnn_afib_seed0"),
-        str(runs / "cnn_afib_seed2"),
-    ]
+    pruned = RunCache.load(path)
+    assert len(pruned) == 2
+    records, _ = discover_runs(runs, reader=pruned.read)
+    assert [record.run_dir.name for record in records] == ["cnn_afib_seed0", "cnn_afib_seed2"]
+    assert (pruned.hits, pruned.misses) == (2, 0), "both runs left come from the cache"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 
+import dagster as dg
+import pytest
 from hypothesis import given, strategies as st
 
 from deepecg_assets.build import dataset_ranges
@@ -59,3 +61,12 @@ def test_a_build_in_one_run_per_dataset_writes_what_the_two_run_build_writes(
     # safety window is listed again next time), so it depends on the moment of the build.
     same = [name for name in whole_files if name != SCAN_RECORD]
     assert {name: ranged_files[name] for name in same} == {n: whole_files[n] for n in same}
+    # The build reads its outputs back from storage; its runs keep no frame in memory.
+    for run in [*whole.runs, *ranged.runs]:
+        outputs = [
+            e.step_output_data.step_output_handle for e in run.all_events if e.is_successful_output
+        ]
+        assert outputs
+        for handle in outputs:
+            with pytest.raises(dg.DagsterInvariantViolationError, match="No outputs found"):
+                run.output_for_node(handle.step_key, handle.output_name)

@@ -96,14 +96,9 @@ def test_integer_columns_round_trip_the_frame_store_exactly(column: str, values:
 
 
 def _damage(cache_file: Path) -> None:
-    """A NUL byte in one record, a missing key in another, the last line cut mid-way."""
-    lines = cache_file.read_text(encoding="utf-8").splitlines()
-    lines[3] = lines[3].replace('"model"', '"mo\0del"', 1)
-    fields = lines[5].split("\t")  # the record's fields are the fifth, its metrics the sixth
-    data = json.loads(fields[4])
-    del data["dataset"]
-    lines[5] = "\t".join([*fields[:4], json.dumps(data), *fields[5:]])
-    cache_file.write_text("\n".join(lines)[:-200], encoding="utf-8")
+    """The cache file cut short, as a full disk or a foreign tool's crash leaves it."""
+    data = cache_file.read_bytes()
+    cache_file.write_bytes(data[: len(data) - 200])
 
 
 def test_damaged_discovery_cache_is_rebuilt_not_fatal(platform, caplog) -> None:
@@ -115,11 +110,21 @@ def test_damaged_discovery_cache_is_rebuilt_not_fatal(platform, caplog) -> None:
     assert result.success, "a damaged cache never breaks discovery"
     metadata = metadata_of(result, "discovered_runs")
     assert metadata["dagster/row_count"] == 60, "every run is still found"
-    assert metadata["runs_parsed"] == 3, "the runs of the three damaged lines are parsed again"
-    assert metadata["cache_lines_damaged"] == 3
+    assert metadata["runs_parsed"] == 60, "the damaged file is ignored: every run is parsed"
+    assert metadata["cache_damaged"] == 1
     assert str(cache_file) in caplog.text, "the event is logged, naming the cache"
     again = materialize(platform, DISCOVERY)
     assert metadata_of(again, "discovered_runs")["runs_parsed"] == 0, "the cache was rewritten"
+
+
+def test_an_old_json_lines_run_cache_is_ignored_then_removed(platform) -> None:
+    output = OutputFolderResource(path=str(platform.output))
+    legacy = output.legacy_cache_file()
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text('{"format": 5}\n', encoding="utf-8")
+    result = materialize(platform, DISCOVERY)
+    assert result.success and metadata_of(result, "discovered_runs")["runs_parsed"] == 60
+    assert not legacy.exists() and len(RunCache.load(output.cache_file())) == 60
 
 
 def test_discovery_cache_is_pruned_of_runs_that_no_longer_exist(platform) -> None:

@@ -319,3 +319,18 @@ def test_an_input_that_names_its_columns_reads_only_those(tmp_path) -> None:
     stored = read_stored_frame(tmp_path, "narrow_reader")
     assert stored["dataset"].tolist() == ["d1", "d2"]
     assert read_stored_frame(tmp_path, "wide", columns=["seed"])["seed"].tolist() == [1, 2]
+
+
+def test_distinct_reads_each_partitions_distinct_rows_in_order(tmp_path) -> None:
+    """What the build's summary reads of the long runs frames: names, once per file."""
+    for key, runs in {"d1": ["r2", "r1", "r2"], "d2": ["r3", "r3"]}.items():
+        frame = pd.DataFrame({"run_dir": runs, "dataset": key, "value": [0.1] * len(runs)})
+        (tmp_path / "long").mkdir(exist_ok=True)
+        (tmp_path / "long" / f"{key}.parquet").write_bytes(frame_to_parquet(frame))
+    distinct = read_stored_frame(tmp_path, "long", columns=["run_dir", "dataset"], distinct=True)
+    assert distinct.to_dict("list") == {
+        "run_dir": ["r2", "r1", "r3"],
+        "dataset": ["d1", "d1", "d2"],
+    }
+    whole = read_stored_frame(tmp_path, "long", columns=["run_dir", "dataset"])
+    pd.testing.assert_frame_equal(distinct, whole.drop_duplicates(ignore_index=True))

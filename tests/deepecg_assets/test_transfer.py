@@ -10,10 +10,16 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pytest
+from upath import UPath
 
-from deepecg_assets.assets.transfer import NO_CHECKPOINTS, matrix_frame, runs_with_checkpoints
+from deepecg_assets.assets.transfer import (
+    NO_CHECKPOINTS,
+    matrix_frame,
+    runs_with_checkpoints,
+    stored_runs_with_checkpoints,
+)
 from deepecg_assets.definitions import defs
-from deepecg_assets.parquet_frames import read_stored_frame
+from deepecg_assets.parquet_frames import StoredFrame, frame_to_parquet, read_stored_frame
 from deepecg_assets.resources import BUNDLED_CORPUS
 from deepecgkit.analysis.latex import compile_table
 from deepecgkit.datasets.synthetic import CONTRAST_DATASETS
@@ -78,6 +84,23 @@ def test_the_vectorised_selection_keeps_every_run_that_recorded_a_checkpoint(
         metadata.write_text(json.dumps(data), encoding="utf-8")
     plain, _ = discover_runs([bare], recursive=True)
     assert runs_with_checkpoints(records_to_frame(plain)).empty
+
+
+def test_stored_runs_with_checkpoints_read_the_rows_runs_with_checkpoints_selects(
+    tmp_path,
+) -> None:
+    records, _ = discover_runs([BUNDLED_CORPUS], recursive=True)
+    frame = records_to_frame(records)
+    for name, stored_frame in (("now", frame), ("older", frame.drop(columns="checkpoint"))):
+        path = tmp_path / f"{name}.parquet"
+        path.write_bytes(frame_to_parquet(stored_frame))
+        read = stored_runs_with_checkpoints(StoredFrame(UPath(str(path))))
+        expected = runs_with_checkpoints(stored_frame).reset_index(drop=True)
+        pd.testing.assert_frame_equal(read, expected, check_exact=True)
+    assert 0 < len(read) == len(frame)
+    bare = frame.assign(checkpoint=pd.Series([None] * len(frame), dtype=object))
+    (tmp_path / "bare.parquet").write_bytes(frame_to_parquet(bare))
+    assert stored_runs_with_checkpoints(StoredFrame(UPath(str(tmp_path / "bare.parquet")))).empty
 
 
 def test_transfer_matrix_on_the_bundled_corpus(bundled_transfer_build) -> None:
@@ -157,7 +180,7 @@ def test_matrix_frame_puts_the_floor_first() -> None:
 ENCODER_RUNS = {dataset: f"simple-cnn_{dataset}_seed0" for dataset in CONTRAST_DATASETS}
 #: Files of the output folder that are not the transfer assets' (the discovery cache, and
 #: the tree index discovery saves, which records when each directory was listed).
-NOT_TRANSFER = {"cache/run_records.jsonl", "cache/tree_index.json"}
+NOT_TRANSFER = {"cache/run_records.cache", "cache/tree_index.json"}
 #: Files of the tables' compile cache (:func:`deepecg_assets.assets.tables.compile_cache`).
 COMPILE_CACHE_PREFIX = "cache/latex/"
 

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import logging
 import math
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from deepecgkit.rundir.cache import (
     CACHE_FORMAT_VERSION,
+    CACHE_SCHEMA,
     DIGEST_LENGTH,
     RunCache,
     metrics_file_state,
@@ -27,7 +32,7 @@ from deepecgkit.rundir.read import (
     find_run_candidates,
     read_run,
 )
-from deepecgkit.rundir.records import RunRecord
+from deepecgkit.rundir.records import RunRecord, encoded_record
 from deepecgkit.rundir.write import write_run_directory
 
 #: Dataset names a JSON field or a tab-separated line could trip over.
@@ -178,42 +183,89 @@ def test_union_of_datasets_is_the_readable_runs_datasets(tmp_path: Path) -> None
     assert cache.damaged == 0 and cache.misses == 0, "odd names round-trip through the file"
 
 
-def test_saved_lines_carry_the_dataset_and_the_header_the_body_checksum(tmp_path: Path) -> None:
+def saved_table(cache_file: Path) -> pa.Table:
+    """The rows of a saved cache, read by pyarrow from the bytes after the header line."""
+    body = cache_file.read_bytes().partition(b"\n")[2]
+    return pq.read_table(pa.BufferReader(body))
+
+
+def write_with_checksum(cache_file: Path, table: pa.Table, *, version: int = 6) -> None:
+    """A cache file another tool wrote: ``table`` as Parquet, under a header that matches it."""
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    body = sink.getvalue()
+    header = json.dumps({"format": version, "sha256": hashlib.sha256(body).hexdigest()})
+    cache_file.write_bytes(header.encode() + b"\n" + body)
+
+
+def test_the_file_is_a_header_and_one_parquet_row_per_run(tmp_path: Path) -> None:
     root = tmp_path / "runs"
-    make(root, "a_seed0", 'quote"d', 0)
+    run = make(root, "a_seed0", 'quote"d', 0)
     half_written(root, "b_seed0")
     data = saved(root, tmp_path / "cache.jsonl").read_bytes()
     head, _, body = data.partition(b"\n")
-    assert CACHE_FORMAT_VERSION == 5
-    assert json.loads(head) == {"format": 5, "sha256": hashlib.sha256(body).hexdigest()}
-    fields = [line.split("\t") for line in body.decode("utf-8").splitlines()]
-    assert [json.loads(f[3]) for f in fields] == ['quote"d', None]
-    assert [len(f) for f in fields] == [6, 5], "a record's metrics are a field of their own"
+    assert CACHE_FORMAT_VERSION == 6
+    assert json.loads(head) == {"format": 6, "sha256": hashlib.sha256(body).hexdigest()}
+    table = saved_table(tmp_path / "cache.jsonl")
+    assert table.schema.equals(CACHE_SCHEMA)
+    rows = table.to_pylist()
+    assert [row["path"] for row in rows] == [os.fsencode(run), os.fsencode(root / "b_seed0")]
+    state = metrics_file_state(run)
+    assert state is not None and (rows[0]["mtime_ns"], rows[0]["size"]) == state[1:]
+    record = read_run(run)
+    assert isinstance(record, RunRecord)
+    assert rows[0]["dataset"] == 'quote"d' and rows[0]["reason"] is None
+    assert rows[0]["metrics"] == json.dumps(record.metrics) and rows[0]["seed"] == "0"
+    assert rows[0]["suspect"] == "[]" and rows[0]["checkpoint"] is None
+    assert rows[1]["dataset"] is None and rows[1]["model"] is None
+    assert rows[1]["reason"] == read_run(root / "b_seed0").reason  # type: ignore[union-attr]
 
 
-def test_a_version_3_cache_is_ignored_and_rebuilt(tmp_path: Path) -> None:
+def test_a_version_5_cache_is_ignored_and_rebuilt(tmp_path: Path) -> None:
+    """The JSON-lines cache of the version before: one cold discovery after the upgrade."""
     root = tmp_path / "runs"
     run = make(root, "a_seed0", "afib", 0)
     state = metrics_file_state(run)
     assert state is not None
     old = tmp_path / "old.jsonl"
-    record = json.dumps({"run_dir": str(run)})
-    old.write_text(f'{{"format": 3}}\n"{run}"\t{state.mtime_ns}\t{state.size}\t{record}\n')
+    body = f'"{run}"\t{state.mtime_ns}\t{state.size}\t"afib"\t{{}}\t{{"f1": 0.5}}\n'
+    header = json.dumps({"format": 5, "sha256": hashlib.sha256(body.encode()).hexdigest()})
+    old.write_text(f"{header}\n{body}")
     cache = RunCache.load(old)
-    assert len(cache) == 0
+    assert len(cache) == 0 and cache.damaged == 0, "another version is not damage"
     assert sensor_digests(root, old) == reference_digests(root)
 
 
-def test_a_dataset_field_that_disagrees_with_its_record_is_damage(tmp_path: Path) -> None:
+def rows_with(table: pa.Table, field: str, values: list) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(field), field, pa.array(values))
+
+
+@pytest.mark.parametrize("problem", ["columns", "no_model", "record_of_unreadable", "twice"])
+def test_a_whole_file_whose_rows_cannot_be_whole_is_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, problem: str
+) -> None:
+    """A foreign file with a matching checksum is still checked: its columns, then its rows."""
     root = tmp_path / "runs"
     make(root, "a_seed0", "afib", 0)
+    half_written(root, "b_seed0")
     cache_file = saved(root, tmp_path / "cache.jsonl")
-    text = cache_file.read_text(encoding="utf-8")
-    cache_file.write_text(text.replace('\t"afib"\t', '\t"rhythm"\t', 1), encoding="utf-8")
-    cache = RunCache.load(cache_file)
-    records, _ = discover_runs(root, reader=cache.read)
-    assert [r.dataset for r in records] == ["afib"] and cache.damaged == 1 and cache.misses == 1
-    assert cache.dataset_digests() == reference_digests(root)
+    table = saved_table(cache_file)
+    if problem == "columns":
+        table = table.drop_columns(["checkpoint"])
+    elif problem == "no_model":
+        table = rows_with(table, "model", [None, None])
+    elif problem == "record_of_unreadable":
+        table = rows_with(table, "model", ["cnn", "cnn"])
+    else:
+        table = pa.concat_tables([table, table.slice(0, 1)])
+    write_with_checksum(cache_file, table)
+    with caplog.at_level(logging.WARNING, logger="deepecgkit.rundir.cache"):
+        cache = RunCache.load(cache_file)
+    assert len(cache) == 0 and cache.damaged == 1
+    assert str(cache_file) in caplog.text, "the log names the cache"
+    records, diagnostics = discover_runs(root, reader=cache)
+    assert [r.run_dir.name for r in records] == ["a_seed0"] and cache.misses == 2
+    assert len(diagnostics["unreadable"]) == 1
 
 
 @settings(
@@ -285,18 +337,27 @@ def test_candidate_paths_are_the_keys_discovery_uses(
         assert [entry.path for entry in state.entries] == ["runs/a_seed0", "runs/deep/b_seed0"]
 
 
-# --- a warm refresh decodes and writes back what it must, and no more ---------------------------
+# --- a warm refresh writes back what it must, and no more; damage means: parse again ---------
 
 
-def reference_line(record: RunRecord) -> str:
-    """A saved line encoded from scratch as the format defines it (not by the cache's code)."""
+def reference_row(record: RunRecord) -> dict:
+    """A saved row built from scratch as the format defines it (not by the cache's code)."""
     info = os.stat(record.run_dir / METRICS_FILENAME)
-    data = {**record._asdict(), "suspect": list(record.suspect)}
-    del data["run_dir"], data["metrics"]
-    fields = [json.dumps(str(record.run_dir)), str(info.st_mtime_ns), str(info.st_size)]
-    return "\t".join(
-        [*fields, json.dumps(record.dataset), json.dumps(data), json.dumps(record.metrics)]
+    ints = ("seed", "n_train", "n_val", "n_test", "n_test_groups", "returncode")
+    row = {
+        **record._asdict(),
+        **{f: None if getattr(record, f) is None else str(getattr(record, f)) for f in ints},
+    }
+    row.update(
+        path=os.fsencode(record.run_dir),
+        mtime_ns=info.st_mtime_ns,
+        size=info.st_size,
+        reason=None,
+        metrics=json.dumps(record.metrics),
+        suspect=json.dumps(list(record.suspect)) if record.suspect else "[]",
     )
+    del row["run_dir"]
+    return row
 
 
 def same_record(left: RunRecord, right: RunRecord) -> bool:
@@ -335,14 +396,17 @@ def warm_refresh(root: Path, cache_file: Path) -> tuple[RunCache, list[RunRecord
     return cache, records
 
 
-def test_a_warm_save_writes_the_same_bytes_and_re_encodes_a_changed_run(tmp_path: Path) -> None:
+def readable_rows(cache_file: Path) -> list[dict]:
+    return [row for row in saved_table(cache_file).to_pylist() if row["reason"] is None]
+
+
+def test_a_warm_save_writes_the_same_bytes_and_a_changed_run_anew(tmp_path: Path) -> None:
     root = tmp_path / "runs"
     runs = odd_runs(root)
     cache_file = saved(root, tmp_path / "cache.jsonl")
     before = cache_file.read_bytes()
-    lines = before.decode("utf-8").splitlines()
-    expected = sorted(reference_line(read_run(run)) for run in runs)  # type: ignore[arg-type]
-    assert [line for line in lines if not line.endswith('"')] == [lines[0], *expected]
+    expected = sorted((reference_row(read_run(run)) for run in runs), key=lambda r: r["path"])  # type: ignore[arg-type]
+    assert readable_rows(cache_file) == expected
 
     cache, records = warm_refresh(root, cache_file)
     assert cache.hits == 4 and cache.misses == 0 and cache.damaged == 0
@@ -355,64 +419,76 @@ def test_a_warm_save_writes_the_same_bytes_and_re_encodes_a_changed_run(tmp_path
     os.utime(root / "b_seed1" / METRICS_FILENAME, ns=(10**9, 10**9))
     cache, _ = warm_refresh(root, cache_file)
     assert cache.hits == 3 and cache.misses == 1
-    after = cache_file.read_text(encoding="utf-8").splitlines()
-    changed = reference_line(read_run(root / "b_seed1"))  # type: ignore[arg-type]
-    assert [line for line in after[1:] if line not in lines] == [changed]
-    assert [line for line in lines[1:] if line not in after] == [
-        line for line in lines if line.startswith(json.dumps(str(root / "b_seed1")))
-    ]
+    changed = reference_row(read_run(root / "b_seed1"))  # type: ignore[arg-type]
+    after = readable_rows(cache_file)
+    assert [row for row in after if row not in expected] == [changed]
+    assert [row["path"] for row in after] == [row["path"] for row in expected]
 
 
-def rewritten_by_another_tool(cache_file: Path, edit) -> str:
-    """Apply ``edit`` to the fields of the cache's one record line; the header is kept as it was."""
-    header, line = cache_file.read_text(encoding="utf-8").splitlines()
-    fields = line.split("\t")
-    edit(fields)
-    text = f"{header}\n{chr(9).join(fields)}\n"
-    cache_file.write_text(text, encoding="utf-8")
-    return text
-
-
-def test_a_line_another_tool_rewrote_is_checked_and_encoded_again(tmp_path: Path) -> None:
-    """The checksum fails: the texts are decoded, and saved as the cache encodes them."""
+def test_a_cache_saved_step_by_step_is_the_cache_saved_at_once(tmp_path: Path) -> None:
+    """Incremental equals clean: the same runs give the same bytes, whatever the history."""
     root = tmp_path / "runs"
-    run = make(root, "a_seed0", "afib", 0)
-    cache_file = saved(root, tmp_path / "cache.jsonl")
-    before = cache_file.read_text(encoding="utf-8")
+    runs = odd_runs(root)
+    step_file = tmp_path / "steps.jsonl"
+    shutil.rmtree(root / "deep")
+    saved(root, step_file)
+    make(root / "deep", "c_seed2", "é-ü", 2)
+    warm_refresh(root, step_file)
+    make(root, "e_seed4", "afib", 4)
+    warm_refresh(root, step_file)
+    shutil.rmtree(root / "e_seed4")
+    cache, _ = warm_refresh(root, step_file)
+    assert cache.hits == 4 and len(cache) == 4
+    assert step_file.read_bytes() == saved(root, tmp_path / "once.jsonl").read_bytes()
+    assert len(runs) == 3
 
-    def compact(fields: list[str]) -> None:
-        fields[4:] = [json.dumps(json.loads(f), separators=(",", ":")) for f in fields[4:]]
 
-    edited = rewritten_by_another_tool(cache_file, compact)
-    assert RunCache.load(cache_file).read_encoded([str(run)])[0].metrics == '{"f1": 0.5}'
-    cache, records = warm_refresh(root, cache_file)
-    assert cache.hits == 1 and same_record(records[0], read_run(run))  # type: ignore[arg-type]
-    assert edited != before and cache_file.read_text(encoding="utf-8") == before
-
-
-def test_a_hit_holds_the_looked_up_path_and_converts_foreign_values(tmp_path: Path) -> None:
+def test_a_hit_holds_the_looked_up_path_and_the_values_read_run_gives(tmp_path: Path) -> None:
     root = tmp_path / "runs"
-    run = make(root, "a_seed0", "afib", 0)
+    runs = odd_runs(root)
     cache_file = saved(root, tmp_path / "cache.jsonl")
     cache = RunCache.load(cache_file)
-    record = cache.read(run)
-    assert record.run_dir is run, "no second Path is parsed for a hit"
-    assert isinstance(record, RunRecord) and same_record(record, read_run(run))  # type: ignore[arg-type]
+    for run in runs:
+        record = cache.read(run)
+        assert record.run_dir is run, "no second Path is parsed for a hit"
+        assert isinstance(record, RunRecord) and same_record(record, read_run(run))  # type: ignore[arg-type]
+        encoded = RunCache.load(cache_file).read_encoded([str(run)])[0]
+        assert encoded == encoded_record(read_run(run))  # type: ignore[arg-type]
+    assert cache.hits == 3 and cache.misses == 0
 
-    # A line another tool wrote: a null (NaN) and an integer metric, a note set aside.
-    def foreign_values(fields: list[str]) -> None:
-        data = json.loads(fields[4])
-        data.update(suspect=["x"])
-        fields[4], fields[5] = json.dumps(data), json.dumps({"f1": None, "auroc": 1})
 
-    rewritten_by_another_tool(cache_file, foreign_values)
-    foreign = RunCache.load(cache_file).read(run)
-    assert isinstance(foreign, RunRecord) and foreign.run_dir == run
-    assert foreign.suspect == ("x",)
-    assert math.isnan(foreign.metrics["f1"]) and foreign.metrics["auroc"] == 1.0
-    assert type(foreign.metrics["auroc"]) is float
-    encoded = RunCache.load(cache_file).read_encoded([str(run)])[0]
-    assert encoded.metrics == '{"f1": NaN, "auroc": 1.0}', "encoded again, not the foreign text"
+@pytest.mark.parametrize("damage", ["cut_short", "flipped", "header", "not_parquet", "empty"])
+def test_a_damaged_file_is_ignored_every_run_parsed_and_the_file_rewritten(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    root = tmp_path / "runs"
+    runs = odd_runs(root)
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    good = cache_file.read_bytes()
+    if damage == "cut_short":
+        cache_file.write_bytes(good[:-40])
+    elif damage == "flipped":
+        cache_file.write_bytes(good[:-60] + bytes([good[-60] ^ 1]) + good[-59:])
+    elif damage == "header":
+        cache_file.write_bytes(b"{format: 6" + good[good.index(b"\n") :])
+    elif damage == "not_parquet":
+        body = b"PAR1 not really"
+        header = json.dumps({"format": 6, "sha256": hashlib.sha256(body).hexdigest()})
+        cache_file.write_bytes(header.encode() + b"\n" + body)
+    else:
+        cache_file.write_bytes(b"")
+    with caplog.at_level(logging.WARNING, logger="deepecgkit.rundir.cache"):
+        cache = RunCache.load(cache_file)
+        records, diagnostics = discover_runs(root, recursive=True, reader=cache)
+    assert len(cache) == 4 and cache.damaged == 1 and cache.misses == 4 and cache.hits == 0
+    fresh = sorted((read_run(run) for run in runs), key=lambda r: str(r.run_dir))
+    ordered = sorted(records, key=lambda r: str(r.run_dir))
+    assert all(same_record(a, b) for a, b in zip(ordered, fresh, strict=True))  # type: ignore[arg-type]
+    assert len(diagnostics["unreadable"]) == 1
+    assert str(cache_file) in caplog.text, "the log names the cache"
+    cache.prune_unvisited()
+    cache.save()
+    assert cache_file.read_bytes() == good, "the rewritten cache is whole again"
 
 
 def file_identity(path: Path) -> tuple[int, int, int]:
@@ -458,22 +534,9 @@ def test_a_file_replaced_since_the_load_is_written_again(tmp_path: Path) -> None
     cache = RunCache.load(cache_file)
     discover_runs(root, recursive=True, reader=cache)
     good = cache_file.read_bytes()
-    cache_file.write_text(good.decode("utf-8") + "damaged line\n", encoding="utf-8")
+    cache_file.write_bytes(good + b"damaged line\n")
     cache.save()
     assert cache_file.read_bytes() == good
     cache_file.unlink()
-    cache.save()
-    assert cache_file.read_bytes() == good
-
-
-def test_a_cache_with_damaged_lines_is_written_without_them(tmp_path: Path) -> None:
-    root = tmp_path / "runs"
-    make(root, "a_seed0", "afib", 0)
-    cache_file = saved(root, tmp_path / "cache.jsonl")
-    good = cache_file.read_bytes()
-    cache_file.write_bytes(good + b"cut short\tline\n")
-    cache = RunCache.load(cache_file)
-    assert cache.damaged == 1
-    discover_runs(root, recursive=True, reader=cache)
     cache.save()
     assert cache_file.read_bytes() == good

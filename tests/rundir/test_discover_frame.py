@@ -2,7 +2,7 @@
 
 The platform's discovery asset takes this path on every refresh. Whatever
 the cache holds (nothing, a saved file whose checksum matches, a file
-another tool edited), the frame and every diagnostic must be those of
+another tool edited, which is ignored), the frame and every diagnostic must be those of
 ``records_to_frame(discover_runs(..., reader=cache))``, under every option.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -89,15 +90,12 @@ def test_cold_warm_and_edited_caches_give_the_records_frame(tmp_path: Path) -> N
     first.save(cache_file)
     warm, _ = assert_same_as_records(root, cache_file)
     assert warm.misses == 0 and warm.hits == 7, "the unreadable run is remembered, too"
-    # Another tool rewrote a number: the checksum fails, and the record is decoded again.
-    text = cache_file.read_text(encoding="utf-8")
-    cache_file.write_text(text.replace('{"f1": 0.25}', '{"f1": 2.5e-1}'), encoding="utf-8")
+    # Another tool rewrote a byte of the body: the checksum fails, and every run is parsed again.
+    data = bytearray(cache_file.read_bytes())
+    data[-100] ^= 0xFF
+    cache_file.write_bytes(bytes(data))
     edited, _ = assert_same_as_records(root, cache_file)
-    assert edited.hits == 7 and edited.damaged == 0
-    frame, _ = discover_run_frame(
-        root, cache=RunCache.load(cache_file), recursive=True, include_failed=True
-    )
-    assert '{"f1": 0.25}' in frame["metrics"].tolist(), "the edited text is encoded again"
+    assert edited.hits == 0 and edited.misses == 7 and edited.damaged == 1
 
 
 def test_the_record_and_the_frame_say_which_checkpoint_a_run_recorded(tmp_path: Path) -> None:
@@ -161,4 +159,25 @@ def test_property_the_frame_path_equals_the_records_path(
         write_run_directory(
             root / f"run{rewrite}", model="cnn", dataset="afib", metrics={"f1": 0.5}, seed=1
         )
+    assert_same_as_records(root, cache_file)
+
+
+def test_odd_values_round_trip_through_the_columns(tmp_path: Path) -> None:
+    """Seeds beyond int64, negative ones, names with tabs and line breaks, one not UTF-8."""
+    root, cache_file = tmp_path / "runs", tmp_path / "cache.jsonl"
+    for name, seed in (("big_seed", 2**70), ("neg_seed", -(2**63)), ("odd\tname\nx", 7)):
+        write_run_directory(
+            root / name, model="cnn", dataset="afib", metrics={"f1": math.inf}, seed=seed
+        )
+    shutil.copytree(os.fsencode(root / "neg_seed"), os.path.join(os.fsencode(root), b"caf\xe9"))
+    first = RunCache()
+    frame, diagnostics = discover_run_frame(root, cache=first, recursive=True)
+    assert frame["seed"].tolist() == [-(2**63), 7, 2**70] and frame["seed"].dtype == object
+    assert len(diagnostics["unreadable"]) == 1
+    first.save(cache_file)
+    warm = RunCache.load(cache_file)
+    assert len(warm) == 4 and warm.damaged == 0, "a name that is not UTF-8 is kept as bytes"
+    again, same = discover_run_frame(root, cache=warm, recursive=True)
+    pd.testing.assert_frame_equal(again, frame, check_exact=True)
+    assert same == diagnostics and warm.hits == 4 and warm.misses == 0
     assert_same_as_records(root, cache_file)
