@@ -67,8 +67,9 @@ def _equals_clean(
     _assert_equals_clean(runs, tmp_path / "out", tmp_path / "clean", **overrides)
 
 
-def _rewrite_in_place(path: Path, data: bytes) -> None:
-    """Overwrite ``path`` through the same inode (a writer that does not rename)."""
+def rewrite_in_place(path: Path, data: bytes) -> None:
+    """Overwrite ``path`` through the same inode (a writer that does not rename): the
+    directory's signature stays, only the file's own ``stat`` shows the edit."""
     with open(path, "r+b") as handle:
         handle.write(data)
         handle.truncate()
@@ -113,7 +114,7 @@ def test_a_same_size_rewrite_is_read_again(
     text = metadata.read_bytes()
     changed = text.replace(b'"seed": 1', b'"seed": 7')
     assert changed != text and len(changed) == len(text)
-    _rewrite_in_place(metadata, changed)
+    rewrite_in_place(metadata, changed)
     if keep_mtime:  # only the ctime (and the bytes) tell
         os.utime(metadata, ns=(before.st_atime_ns, before.st_mtime_ns))
         assert metadata.stat().st_mtime_ns == before.st_mtime_ns

@@ -15,7 +15,7 @@ from deepecgkit.rundir.records import records_to_frame
 from deepecgkit.statistical_report import report, statistical_report
 from deepecgkit.statistical_report.frame_recall import Recalled, run_columns
 from tests.statistical_report.prediction_runs import write_prediction_run
-from tests.statistical_report.test_file_memo import Reads
+from tests.statistical_report.test_file_memo import Reads, rewrite_in_place
 from tests.statistical_report.test_reuse import REFERENCE, SETTINGS, _assert_equals_clean, _build
 
 
@@ -86,13 +86,6 @@ def test_unchanged_runs_without_predictions_are_recalled_and_not_read(
     _assert_equals_clean(runs, out, tmp_path / "clean")
 
 
-def _rewrite_in_place(path: Path, data: bytes) -> None:
-    """Overwrite ``path`` through the same inode, keeping the directory's signature."""
-    with open(path, "r+b") as handle:
-        handle.write(data)
-        handle.truncate()
-
-
 def test_an_edit_in_place_and_a_new_predictions_file_are_seen(
     runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,9 +94,7 @@ def test_an_edit_in_place_and_a_new_predictions_file_are_seen(
     edited = runs / "cnn_afib_seed1"
     directory = os.stat(edited)
     metadata = json.loads((edited / METADATA_FILENAME).read_text())
-    _rewrite_in_place(
-        edited / METADATA_FILENAME, json.dumps({**metadata, "returncode": 2}).encode()
-    )
+    rewrite_in_place(edited / METADATA_FILENAME, json.dumps({**metadata, "returncode": 2}).encode())
     assert os.stat(edited).st_mtime_ns == directory.st_mtime_ns  # only the file's stat shows it
     added = runs / "cnn_afib_seed2"
     (added / PREDICTIONS_FILENAME).write_bytes(
