@@ -69,7 +69,9 @@ def _kept_digit_runs(skeleton: str) -> tuple[bool, ...] | None:
 
     ``skeleton`` is a line with each digit run already one ``0``: which runs
     TeX may read as numbers depends only on the characters around them, not
-    on the digits, so one scan decides for every line of that skeleton.
+    on the digits, so one scan decides for every line of that skeleton. The
+    runs are listed up to a comment (``%`` not escaped); a run that names a
+    control symbol (``\\5``) is kept.
     """
     kept: list[bool] = []
     arguments: list[bool] = []  # open groups: True for an argument, False for a plain group
@@ -83,9 +85,11 @@ def _kept_digit_runs(skeleton: str) -> tuple[bool, ...] | None:
         if char == "\\":
             sequence = _control_sequence(skeleton, index - 1)
             index += len(sequence) - 1
+            if sequence == "\\0":  # a control symbol named by a digit: its run is its name
+                kept.append(True)
             reads_number = sequence == _LINE_BREAK or sequence[1:2] in _LETTERS
             argument_closed = False
-        elif char == "%":
+        elif char == "%":  # a comment: the runs after it are not listed, so all kept
             break
         elif char == "0":  # a whole digit run of the line
             kept.append(reads_number or bool(options) or any(arguments))
@@ -112,19 +116,6 @@ def _kept_digit_runs(skeleton: str) -> tuple[bool, ...] | None:
     if arguments or options:
         return None
     return tuple(kept)
-
-
-def _comment_start(skeleton: str) -> int:
-    """Index of the ``%`` that starts a comment in ``skeleton`` (one not escaped), or its length."""
-    index = 0
-    while index < len(skeleton):
-        if skeleton[index] == "\\":
-            index += len(_control_sequence(skeleton, index))
-            continue
-        if skeleton[index] == "%":
-            return index
-        index += 1
-    return len(skeleton)
 
 
 def line_forms(lines: Sequence[str]) -> list[str]:
@@ -158,19 +149,22 @@ def _group_form(group: str) -> str | tuple[bool, ...] | None:
     """The form every line of ``group`` has, else which digit runs they keep (None: all)."""
     skeleton = _DIGIT_RUN.sub("0", group)
     kept = _kept_digit_runs(skeleton)
-    if kept is not None and not any(kept) and "%" not in skeleton:
+    # Every run listed (none after a comment) and none kept: the skeleton is the form.
+    if kept is not None and len(kept) == skeleton.count("0") and not any(kept):
         return skeleton
     return kept
 
 
 def _form_keeping(line: str, kept: tuple[bool, ...]) -> str:
-    """``line`` with its digit runs made ``0`` except those ``kept`` and those in a comment."""
-    comment = _comment_start(line)
+    """``line`` with its digit runs made ``0`` except those ``kept`` and those not listed.
+
+    ``kept`` lists the runs before a comment, in order; the runs after it keep
+    their digits.
+    """
     runs = iter(kept)
 
     def replace(match: re.Match[str]) -> str:
-        keep = next(runs, True) or match.start() >= comment
-        return match.group() if keep else "0"
+        return match.group() if next(runs, True) else "0"
 
     return _DIGIT_RUN.sub(replace, line)
 

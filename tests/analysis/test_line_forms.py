@@ -40,6 +40,9 @@ from deepecgkit.analysis.line_forms import line_form, line_forms, representative
         (r"\count0 = 5 x 6", r"\count0 = 5 x 0"),
         # An escaped character is not a control word; a plain group is not an argument.
         (r"\% 5 \_7", r"\% 0 \_0"),
+        # A digit that names a control symbol is part of its name.
+        (r"\5 x 3", r"\5 x 0"),
+        (r"\12 x", None),
         (r"{5} (3) [4]", r"{0} (0) [0]"),
         # A comment keeps its digits; unbalanced braces keep the whole line.
         (r"1 % 2", r"0 % 2"),
