@@ -70,7 +70,12 @@ from deepecgkit.io import (
 from deepecgkit.rundir.format import METRICS_FILENAME, SPLIT_SIZE_KEYS
 from deepecgkit.rundir.listing import ListingRecord
 from deepecgkit.rundir.read import find_run_candidate_paths, read_runs
-from deepecgkit.rundir.records import EncodedRecord, RunRecord, UnreadableRun
+from deepecgkit.rundir.records import (
+    RECORD_INT_FIELDS,
+    EncodedRecord,
+    RunRecord,
+    UnreadableRun,
+)
 
 __all__ = [
     "CACHE_SCHEMA",
@@ -96,8 +101,6 @@ DIGEST_LENGTH = 16
 #: row per run (:data:`CACHE_SCHEMA`).
 CACHE_FORMAT_VERSION = 6
 
-#: Fields of a record kept as decimal text (exact at any size; null when unknown).
-_INT_FIELDS = ("seed", *SPLIT_SIZE_KEYS, "returncode")
 #: Fields of a record kept as text (null when the record has none).
 _TEXT_FIELDS = ("model", "dataset", "averaging", "metrics", "fingerprint", "suspect", "checkpoint")
 
@@ -173,7 +176,7 @@ def _result_values(result: RunRecord | UnreadableRun) -> dict[str, Any]:
         return {"reason": result.reason}
     values: dict[str, Any] = dict(zip(RunRecord._fields, result, strict=True))
     del values["run_dir"]
-    for field in _INT_FIELDS:
+    for field in RECORD_INT_FIELDS:
         values[field] = _int_text(values[field])
     values["metrics"] = json.dumps(result.metrics)
     values["suspect"] = _suspect_text(result.suspect)
@@ -194,7 +197,7 @@ def _result_of(values: Mapping[str, Any], run_dir: Path) -> RunRecord | Unreadab
     if values["reason"] is not None:
         return UnreadableRun(run_dir, values["reason"])
     fields = {field: values[field] for field in RECORD_FIELDS}
-    for field in _INT_FIELDS:
+    for field in RECORD_INT_FIELDS:
         fields[field] = None if fields[field] is None else int(fields[field])
     fields["metrics"] = _metrics_of(fields["metrics"])
     fields["suspect"] = tuple(json.loads(fields["suspect"]))
@@ -206,7 +209,7 @@ def _encoded_of(values: Mapping[str, Any], run_dir: str) -> EncodedRecord | Unre
     if values["reason"] is not None:
         return UnreadableRun(Path(run_dir), values["reason"])
     fields = {field: values[field] for field in RECORD_FIELDS}
-    for field in _INT_FIELDS:
+    for field in RECORD_INT_FIELDS:
         fields[field] = None if fields[field] is None else int(fields[field])
     fields["suspect"] = tuple(json.loads(fields["suspect"]))
     return EncodedRecord(run_dir=run_dir, **fields)

@@ -100,6 +100,7 @@ from deepecgkit.rundir.listing import (
 from deepecgkit.rundir.records import (
     DIAGNOSTIC_KEYS,
     RECORD_COLUMNS,
+    RECORD_INT_FIELDS,
     EncodedRecord,
     RunRecord,
     UnreadableRun,
@@ -1152,10 +1153,6 @@ def discover_run_frame(
     return records_to_frame(_select_runs(candidates, results, diagnostics, policy)), diagnostics
 
 
-#: Fields of a record that a run cache's columns hold as decimal text.
-_RECORD_INT_FIELDS = frozenset(("seed", *SPLIT_SIZE_KEYS, "returncode"))
-
-
 class _KeptRow(NamedTuple):
     """What the rules of :func:`_select_runs` read of a kept run, and its row (``number``)."""
 
@@ -1242,7 +1239,7 @@ def _select_columns(
     del runs
     for field in RECORD_COLUMNS[1:]:
         selected = columns[field].take(order)
-        if field in _RECORD_INT_FIELDS:
+        if field in RECORD_INT_FIELDS:
             frame_columns[field] = _exact_ints(selected.to_pylist())
         elif pa.types.is_string(selected.type):
             frame_columns[field] = _frame_text(selected)

@@ -28,6 +28,7 @@ from deepecgkit.rundir.int_columns import exact_int_array, exact_int_value
 __all__ = [
     "DIAGNOSTIC_KEYS",
     "RECORD_COLUMNS",
+    "RECORD_INT_FIELDS",
     "RUN_FRAME_COLUMNS",
     "EncodedRecord",
     "RunRecord",
@@ -127,8 +128,9 @@ class UnreadableRun(NamedTuple):
 
 #: Columns of the frame of :func:`records_to_frame`: the RunRecord fields, metrics as JSON text.
 RECORD_COLUMNS = list(RunRecord._fields)
-#: Integer fields of a record, stored as exact integer columns.
-_INT_FIELDS = ("seed", *SPLIT_SIZE_KEYS, "returncode")
+#: Integer fields of a record, stored as exact integer columns (a run cache keeps them as
+#: decimal text: :mod:`deepecgkit.rundir.cache`).
+RECORD_INT_FIELDS = ("seed", *SPLIT_SIZE_KEYS, "returncode")
 
 
 def _empty_frame(columns: Sequence[str]) -> pd.DataFrame:
@@ -254,11 +256,11 @@ def record_columns_to_frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
     holds them. Lists of equal length; none for no records.
     """
     columns = dict(columns)
-    for field in _INT_FIELDS:
+    for field in RECORD_INT_FIELDS:
         columns[field] = exact_int_array(columns[field])
     if not len(columns["run_dir"]):  # empty object columns (not float), the integer ones int64
         return pd.DataFrame(columns=RECORD_COLUMNS).assign(
-            **{field: columns[field] for field in _INT_FIELDS}
+            **{field: columns[field] for field in RECORD_INT_FIELDS}
         )
     return pd.DataFrame(columns, columns=RECORD_COLUMNS)
 
@@ -321,7 +323,7 @@ def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
     fingerprints = columns.get("fingerprint", missing)
     suspects = columns.get("suspect", missing)
     checkpoints = columns.get("checkpoint", missing)
-    ints = [[exact_int_value(value) for value in columns[field]] for field in _INT_FIELDS]
+    ints = [[exact_int_value(value) for value in columns[field]] for field in RECORD_INT_FIELDS]
     records = []
     for i, (fingerprint, suspect) in enumerate(zip(fingerprints, suspects, strict=True)):
         records.append(
@@ -334,7 +336,7 @@ def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
                 metrics={k: float(v) for k, v in json.loads(columns["metrics"][i]).items()},
                 mtime=float(columns["mtime"][i]),
                 fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
-                **{field: values[i] for field, values in zip(_INT_FIELDS, ints, strict=True)},
+                **{field: values[i] for field, values in zip(RECORD_INT_FIELDS, ints, strict=True)},
                 suspect=tuple(json.loads(suspect or "[]")),
                 checkpoint=checkpoints[i] if isinstance(checkpoints[i], str) else None,
             )
