@@ -5,7 +5,10 @@ cells, untestable flips, transfer cells without a score) are WARN, because
 the analysis handles them honestly and reports them; a ``.tex`` file that
 does not compile, and a selection that leaves nothing to rank, are ERROR,
 because they would break the paper's build or empty every table. The check for unreadable or failed
-runs lives with ``discovered_runs``, which holds the diagnostics.
+runs lives with ``discovered_runs``, which holds the diagnostics, and the
+checks of the flip grid live with ``flip_grid``
+(:mod:`deepecg_assets.assets.analysis`), which evaluates them on the grid it
+has just computed instead of reading 232,750 rows back (at 100,000 runs).
 
 The checks of per-dataset assets are partitioned by dataset like their
 assets, so a run of one dataset's partition (the run sensor's refresh) checks
@@ -17,17 +20,13 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
+from deepecg_assets.assets.analysis import LISTED_ROWS
 from deepecg_assets.assets.tables import compile_cache, results_table_stem, table_paths
 from deepecg_assets.assets.transfer import LISTED_CELLS, failed_cells
 from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
 from deepecg_assets.partitions import DATASETS, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis.compile_cache import compile_tables
-from deepecgkit.analysis.constants import (
-    CORRECTION_UNAVAILABLE,
-    VERDICT_SUPPORTED,
-    VERDICT_UNTESTABLE,
-)
 from deepecgkit.analysis.latex import (
     FLIP_TABLE_STEM,
     RANK_TABLE_STEM,
@@ -39,8 +38,6 @@ from deepecgkit.analysis.latex import (
 from deepecgkit.analysis.ranking import rank_within_seed
 from deepecgkit.analysis.statistics import collapse_gap_floor, is_bimodal
 
-#: Rows listed in check metadata.
-LISTED_ROWS = 20
 _WARN = dg.AssetCheckSeverity.WARN
 
 
@@ -152,127 +149,6 @@ def selection_leaves_runs_to_rank(
         ),
         metadata={"cells": cells, "selection": dg.MetadataValue.json(selection)},
     )
-
-
-def no_untestable_flips(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
-    untestable = (
-        flip_grid.loc[flip_grid["verdict"] == VERDICT_UNTESTABLE] if len(flip_grid) else flip_grid
-    )
-    reasons = untestable["reason"].value_counts().head(LISTED_ROWS) if len(untestable) else {}
-    return dg.AssetCheckResult(
-        passed=len(untestable) == 0,
-        severity=_WARN,
-        description=f"{len(untestable)} of {len(flip_grid)} flip test(s) untestable",
-        metadata={
-            "untestable": len(untestable),
-            "reasons": dg.MetadataValue.json({str(k): int(v) for k, v in dict(reasons).items()}),
-        },
-    )
-
-
-def _flip_row_names(rows: pd.DataFrame) -> list[str]:
-    """``A vs B on D1 -> D2`` for the first rows, as check metadata lists them."""
-    return [
-        f"{r.model_a} vs {r.model_b} on {r.dataset_1} -> {r.dataset_2}"
-        for r in rows.head(LISTED_ROWS).itertuples(index=False)
-    ]
-
-
-def supported_flips_survive_fdr(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
-    supported = (
-        flip_grid.loc[flip_grid["verdict"] == VERDICT_SUPPORTED] if len(flip_grid) else flip_grid
-    )
-    surviving = int(supported["survives_fdr"].sum()) if len(supported) else 0
-    nominal = (
-        supported.loc[~supported["survives_fdr"].astype(bool)] if len(supported) else supported
-    )
-    method = str(flip_grid["fdr_method"].iloc[0]) if len(flip_grid) else ""
-    return dg.AssetCheckResult(
-        passed=len(nominal) == 0,
-        severity=_WARN,
-        description=(
-            f"{surviving} of {len(supported)} supported reversal(s) survive the "
-            f"{method.upper() or 'FDR'} adjustment of q_reversal"
-        ),
-        metadata={
-            "supported": len(supported),
-            "survives_fdr": surviving,
-            "fdr_method": method,
-            "nominal_only": dg.MetadataValue.json(_flip_row_names(nominal)),
-        },
-    )
-
-
-def flips_nadeau_bengio_applied(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
-    if len(flip_grid):
-        applied = flip_grid[["correction_applied_1", "correction_applied_2"]]
-        uncorrected = flip_grid.loc[(applied == CORRECTION_UNAVAILABLE).any(axis=1).to_numpy()]
-    else:
-        uncorrected = flip_grid
-    notes = (
-        pd.concat([uncorrected["correction_note_1"], uncorrected["correction_note_2"]])
-        if len(uncorrected)
-        else pd.Series(dtype=object)
-    )
-    reasons = notes[notes.astype(str) != ""].value_counts().head(LISTED_ROWS)
-    return dg.AssetCheckResult(
-        passed=len(uncorrected) == 0,
-        severity=_WARN,
-        description=(
-            f"{len(uncorrected)} of {len(flip_grid)} flip test(s) fell back to the uncorrected "
-            "standard error (split sizes unknown)"
-        ),
-        metadata={
-            "unavailable": len(uncorrected),
-            "rows": dg.MetadataValue.json(_flip_row_names(uncorrected)),
-            "reasons": dg.MetadataValue.json({str(k): int(v) for k, v in reasons.items()}),
-        },
-    )
-
-
-#: The checks of ``flip_grid``: (name, what a failure means, evaluator). They run as one step
-#: that reads the grid once: as three steps they read the 232,750 rows of 100,000 runs three
-#: times, and each step costs Dagster a fixed tenth of a second or more.
-FLIP_GRID_CHECKS = (
-    (
-        "no_untestable_flips",
-        "Every flip test could be computed. A failure means some rows of the flip table say "
-        "untestable (too few seeds or test groups): that model pair makes no claim there.",
-        no_untestable_flips,
-    ),
-    (
-        "supported_flips_survive_fdr",
-        "Every nominally supported reversal survives the false-discovery-rate adjustment. A "
-        "failure means the flip table holds supported rows that are not significant after "
-        "FDR: do not claim them as reversals (see nominal_only).",
-        supported_flips_survive_fdr,
-    ),
-    (
-        "flips_nadeau_bengio_applied",
-        "Every flip test got the Nadeau-Bengio correction it asked for. A failure means some "
-        "flip rows used the uncorrected standard error (split sizes unknown), which is too "
-        "narrow for overlapping training sets: their p-values are optimistic.",
-        flips_nadeau_bengio_applied,
-    ),
-)
-
-
-@dg.multi_asset_check(
-    name="flip_grid_checks",
-    specs=[
-        dg.AssetCheckSpec(name, asset="flip_grid", description=description)
-        for name, description, _ in FLIP_GRID_CHECKS
-    ],
-    ins={"flip_grid": dg.AssetIn()},
-    can_subset=True,
-)
-def flip_grid_checks(context: dg.AssetCheckExecutionContext, flip_grid: pd.DataFrame):
-    """The selected checks of :data:`FLIP_GRID_CHECKS` (all of them unless one is run alone)."""
-    selected = {key.name for key in context.selected_asset_check_keys}
-    key = dg.AssetKey("flip_grid")
-    for name, _, evaluate in FLIP_GRID_CHECKS:
-        if name in selected:
-            yield evaluate(flip_grid)._replace(asset_key=key, check_name=name)
 
 
 def _compile_check(
@@ -422,7 +298,6 @@ ALL_CHECKS = [
     no_dropped_averaging_minorities,
     selection_leaves_runs_to_rank,
     no_bimodal_cells,
-    flip_grid_checks,
     results_tables_compile,
     rank_table_compiles,
     tau_table_compiles,
