@@ -4,15 +4,19 @@ Severities: data-quality findings (dropped averaging minorities, bimodal
 cells, untestable flips, transfer cells without a score) are WARN, because
 the analysis handles them honestly and reports them; a ``.tex`` file that
 does not compile, and a selection that leaves nothing to rank, are ERROR,
-because they would break the paper's build or empty every table. The check for unreadable or failed
-runs lives with ``discovered_runs``, which holds the diagnostics, and the
-checks of the flip grid live with ``flip_grid``
-(:mod:`deepecg_assets.assets.analysis`), which evaluates them on the grid it
-has just computed instead of reading 232,750 rows back (at 100,000 runs).
+because they would break the paper's build or empty every table.
 
-The checks of per-dataset assets are partitioned by dataset like their
+Three kinds of check live with the asset they check, evaluated by the step
+that computes it on the frame it has just made, instead of a check step
+reading it back: the check for unreadable or failed runs with
+``discovered_runs``, which holds the diagnostics; the per-dataset checks
+(dropped averaging minorities, bimodal cells) with ``dataset_analysis``
+(:mod:`deepecg_assets.assets.datasets`), partitioned by dataset like their
 assets, so a run of one dataset's partition (the run sensor's refresh) checks
-that dataset's frames only, and does not fail on a dataset not built yet.
+that dataset's frames only and does not fail on a dataset not built yet; and
+the flip grid's checks with ``flip_grid``
+(:mod:`deepecg_assets.assets.analysis`; its 232,750 rows at 100,000 runs).
+The checks here read stored tables and frames.
 """
 
 from pathlib import Path
@@ -20,11 +24,10 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from deepecg_assets.assets.analysis import LISTED_ROWS
 from deepecg_assets.assets.tables import compile_cache, results_table_stem, table_paths
 from deepecg_assets.assets.transfer import LISTED_CELLS, failed_cells
 from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
-from deepecg_assets.partitions import DATASETS, joined
+from deepecg_assets.partitions import DATASETS
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis.compile_cache import compile_tables
 from deepecgkit.analysis.latex import (
@@ -35,86 +38,8 @@ from deepecgkit.analysis.latex import (
     UNICODE_ENGINES,
     latex_engine,
 )
-from deepecgkit.analysis.ranking import rank_within_seed
-from deepecgkit.analysis.statistics import collapse_gap_floor, is_bimodal
 
 _WARN = dg.AssetCheckSeverity.WARN
-
-
-@dg.asset_check(
-    asset="averaging_conflicts",
-    partitions_def=DATASETS,
-    description=(
-        "No run was dropped for its averaging mode. A failure means some runs of a "
-        "(dataset, model) cell were averaged differently (macro vs weighted ...) and the "
-        "minority was left out of every table: the cell rests on fewer seeds than were run."
-    ),
-)
-def no_dropped_averaging_minorities(
-    averaging_conflicts: dict[str, pd.DataFrame],
-) -> dg.AssetCheckResult:
-    averaging_conflicts = joined(averaging_conflicts)
-    dropped = int(averaging_conflicts["dropped_runs"].sum()) if len(averaging_conflicts) else 0
-    return dg.AssetCheckResult(
-        passed=dropped == 0,
-        severity=_WARN,
-        description=f"{dropped} run(s) dropped from {len(averaging_conflicts)} cell(s)",
-        metadata={
-            "dropped_runs": dropped,
-            "cells": dg.MetadataValue.json(
-                averaging_conflicts.head(LISTED_ROWS).to_dict("records")
-            ),
-        },
-    )
-
-
-def bimodal_cells(runs: pd.DataFrame, metric: str) -> list[dict[str, str]]:
-    """(dataset, model) cells whose per-seed scores of ``metric`` converge or collapse.
-
-    Per-seed values are the ranking's: finite values of seeded runs, duplicates averaged.
-    The rule is the flip grid's, with the metric's floor.
-    """
-    per_seed = rank_within_seed(runs, metric)
-    floor = collapse_gap_floor(metric)
-    cells = []
-    for (dataset, model), block in per_seed.groupby(["dataset", "model"], sort=True):
-        flagged, reason = is_bimodal(block["value"], min_gap=floor)
-        if flagged:
-            cells.append({"dataset": str(dataset), "model": str(model), "reason": reason})
-    return cells
-
-
-@dg.asset_check(
-    asset="aggregates",
-    additional_ins={"reconciled_runs": dg.AssetIn()},
-    partitions_def=DATASETS,
-    description=(
-        "No (dataset, model) cell converges on some seeds and collapses on others. A failure "
-        "means a mean and interval in the results table average two regimes; the flip table "
-        "marks such rows bimodal instead of ranking them. Report the collapse rate."
-    ),
-)
-def no_bimodal_cells(
-    aggregates: dict[str, pd.DataFrame],
-    reconciled_runs: dict[str, pd.DataFrame],
-    analysis: AnalysisSettings,
-) -> dg.AssetCheckResult:
-    # One partition at a time: at 100,000 runs the joined long frame is 1.8 million rows,
-    # and a cell lies in one dataset, so the cells are those of each partition, sorted.
-    cells = sorted(
-        (
-            cell
-            for frame in reconciled_runs.values()
-            for cell in bimodal_cells(frame, analysis.metric)
-        ),
-        key=lambda cell: (cell["dataset"], cell["model"]),
-    )
-    return dg.AssetCheckResult(
-        passed=not cells,
-        severity=_WARN,
-        description=f"{len(cells)} bimodal cell(s) in {analysis.metric}",
-        metadata={"metric": analysis.metric, "cells": dg.MetadataValue.json(cells[:LISTED_ROWS])},
-    )
 
 
 @dg.asset_check(
@@ -295,9 +220,7 @@ def every_transfer_cell_scored(transfer_matrix: pd.DataFrame) -> dg.AssetCheckRe
 
 
 ALL_CHECKS = [
-    no_dropped_averaging_minorities,
     selection_leaves_runs_to_rank,
-    no_bimodal_cells,
     results_tables_compile,
     rank_table_compiles,
     tau_table_compiles,

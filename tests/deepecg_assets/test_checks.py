@@ -9,7 +9,7 @@ from deepecg_assets.assets.analysis import (
     no_untestable_flips,
     supported_flips_survive_fdr,
 )
-from deepecg_assets.checks import bimodal_cells, no_bimodal_cells
+from deepecg_assets.assets.datasets import DATASET_CHECKS, bimodal_cells, bimodal_cells_check
 from deepecg_assets.definitions import defs
 from deepecg_assets.resources import AnalysisSettings
 
@@ -37,9 +37,7 @@ def test_bimodal_cells_of_each_partition_equal_those_of_the_joined_frame() -> No
     second = pd.concat([_runs("a_set", "m3", TWO_REGIMES), _runs("a_set", "m1", TWO_REGIMES)])
     partitions = {"k1": first.reset_index(drop=True), "k2": second.reset_index(drop=True)}
 
-    result = no_bimodal_cells(
-        aggregates={}, reconciled_runs=partitions, analysis=AnalysisSettings()
-    )
+    result = bimodal_cells_check(partitions, AnalysisSettings().metric)
 
     expected = bimodal_cells(pd.concat(partitions.values(), ignore_index=True), "f1")
     assert [(c["dataset"], c["model"]) for c in expected] == [
@@ -95,3 +93,18 @@ def test_flip_grid_evaluates_its_checks_with_it(built_platform, platform_copy) -
     assert result.success
     assert sorted(_evaluations(result)) == sorted(name for name, _, _ in FLIP_GRID_CHECKS)
     assert {event.step_key for event in result.all_events if event.is_step_start} == {"flip_grid"}
+
+
+def test_the_dataset_step_evaluates_its_checks_with_its_frames(
+    built_platform, platform_copy
+) -> None:
+    """The per-dataset checks come with the step that computes the frames, per partition."""
+    platform = platform_copy(built_platform)
+    (key, *_) = platform.partitions()
+    result = platform.materialize(["aggregates"], partitions=[key])
+    assert result.success
+    evaluations = _evaluations(result)
+    assert sorted(evaluations) == sorted(spec.name for spec in DATASET_CHECKS)
+    assert {event.step_key for event in result.all_events if event.is_step_start} == {
+        "dataset_analysis"
+    }
