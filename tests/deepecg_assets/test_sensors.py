@@ -97,6 +97,41 @@ def test_adding_one_run_refreshes_its_dataset_and_the_combines_in_one_run(platfo
     assert not tick(platform, None).run_requests, "the instance now says afib is current"
 
 
+def _parsed_by_discovery(platform, request: dg.RunRequest) -> int:
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        instance=platform.instance,
+        asset_selection=list(request.asset_selection or []),
+        partition_key=request.partition_key,
+        tags=request.tags,
+    )
+    assert result.success
+    (event,) = result.asset_materializations_for_node("discovered_runs")
+    return event.metadata["runs_parsed"].value
+
+
+def test_a_tick_saves_the_run_cache_only_for_many_parsed_runs(platform) -> None:
+    """One new run: the tick leaves the cache file alone (discovery parses the run); a new
+    sweep of at least SAVED_CACHE_PARSED_SHARE of the runs: the tick saves what it parsed."""
+    build(platform)
+    cache_file = OutputFolderResource().cache_file()
+    cursor = tick(platform, None).cursor
+    saved = cache_file.read_bytes()
+    add_run(platform, "cnn_afib_seed11", 11)
+    result = tick(platform, cursor)
+    assert cache_file.read_bytes() == saved, "one parsed run: the 60-run cache is not rewritten"
+    (request,) = result.run_requests
+    assert _parsed_by_discovery(platform, request) == 1
+
+    saved = cache_file.read_bytes()
+    sweep = range(20, 20 + int(sensors.SAVED_CACHE_PARSED_SHARE * 61) + 1)
+    for seed in sweep:
+        add_run(platform, f"cnn_afib_seed{seed}", seed)
+    (request,) = tick(platform, result.cursor).run_requests
+    assert cache_file.read_bytes() != saved
+    assert _parsed_by_discovery(platform, request) == 0, "the tick's parsed runs were saved"
+
+
 def test_a_no_change_tick_is_answered_from_the_tree_index(platform, monkeypatch) -> None:
     """The full scan saves the index; an unchanged tree is then proven without the run cache.
 
