@@ -48,6 +48,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -56,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from deepecgkit.rundir.format import METRICS_FILENAME
+from deepecgkit.rundir.read import available_cpus
 from deepecgkit.rundir.records import RunRecord
 from deepecgkit.statistical_report.identity import (
     FAILED_RUN,
@@ -75,6 +77,8 @@ _SIGNATURE_FIELDS = ("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns", "st_dev"
 _FIELD_TYPES = (np.uint64, np.int64, np.uint64, np.int64, np.uint64)
 #: Paths stat-ed per call of the C-level ``map`` (a failure re-does only its batch one by one).
 _STAT_BATCH = 4096
+#: Threads that ``stat`` batches at most (the calls wait on the file system, not a CPU).
+_STAT_THREADS = 4
 #: The bits of ``st_mode`` that give the file type (what ``stat.S_IFMT`` keeps).
 _FILE_TYPE_BITS = stat.S_IFMT(0o177777)
 _NO_PREDICTIONS_DETAIL = "neither predictions.csv nor predictions.txt"
@@ -173,24 +177,34 @@ class Recalled:
         return cls(empty, empty, [], [], [], [], [], {name: [] for name in HASHED_FILES})
 
 
+def _stat_batch(batch: list[str]) -> list[os.stat_result | None]:
+    """``os.stat`` of each path of one batch, None where it fails (see :func:`_stats`)."""
+    try:
+        return list(map(os.stat, batch))
+    except (OSError, ValueError):
+        found: list[os.stat_result | None] = []
+        for path in batch:
+            try:
+                found.append(os.stat(path))
+            except (OSError, ValueError):
+                found.append(None)
+        return found
+
+
 def _stats(paths: list[str]) -> list[os.stat_result | None]:
     """``os.stat`` of each path (following links), None where it fails.
 
     A batch at a time by the C-level ``map``; a batch in which a call fails is
-    done again path by path (a changed or broken run is rare).
+    done again path by path (a changed or broken run is rare). Many batches
+    go to a few threads: ``stat`` releases the interpreter lock, so the
+    calls (most of an unchanged run's cost) overlap; the results are in order.
     """
-    found: list[os.stat_result | None] = []
-    for start in range(0, len(paths), _STAT_BATCH):
-        batch = paths[start : start + _STAT_BATCH]
-        try:
-            found.extend(map(os.stat, batch))
-        except (OSError, ValueError):
-            for path in batch:
-                try:
-                    found.append(os.stat(path))
-                except (OSError, ValueError):
-                    found.append(None)
-    return found
+    batches = [paths[start : start + _STAT_BATCH] for start in range(0, len(paths), _STAT_BATCH)]
+    workers = min(available_cpus(), _STAT_THREADS, len(batches))
+    if workers < 2:
+        return [info for batch in batches for info in _stat_batch(batch)]
+    with ThreadPoolExecutor(workers, thread_name_prefix="report-stat") as pool:
+        return [info for part in pool.map(_stat_batch, batches) for info in part]
 
 
 def _matches(

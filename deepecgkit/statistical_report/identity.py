@@ -863,8 +863,19 @@ def assess_runs(
         else:
             run.exclude(reasons[0][0], "; ".join(f"{code}: {text}" for code, text in reasons))
     _resolve_duplicates(runs)
+    debug = logger.isEnabledFor(logging.DEBUG)
     for run in runs:
         run.frame = None
-        if run.excluded:
-            logger.info("excluded %s: %s (%s)", run.run_id, run.reason, run.detail)
+        if run.excluded and debug:
+            logger.debug("excluded %s: %s (%s)", run.run_id, run.reason, run.detail)
+    excluded = Counter(run.reason for run in runs if run.excluded)
+    if excluded:
+        # One record for all (100,000 records cost seconds, and Dagster keeps each one);
+        # exclusions.csv names every run and its detail.
+        logger.info(
+            "%d of %d runs read one by one excluded: %s",
+            sum(excluded.values()),
+            len(runs),
+            dict(sorted(excluded.items())),
+        )
     return runs

@@ -84,6 +84,7 @@ from deepecgkit.statistical_report.frame_recall import (
     recall_unchanged,
     record_columns,
 )
+from deepecgkit.statistical_report.fresh_read import merge_recalled, read_fresh
 from deepecgkit.statistical_report.identity import (
     HASHED_FILES,
     STATUS_EXCLUDED,
@@ -870,10 +871,29 @@ def _assessed(
     if isinstance(memos, MemoRows) and len(memos):
         recalled = recall_unchanged(paths, directories, memos=memos, records=columns)
         reuse.carry_memos(memos.table, np.unique(recalled.rows))
-    del directories
     others = np.ones(len(paths), dtype=bool)
     others[recalled.positions] = False
-    slow = np.flatnonzero(others).tolist()
+    slow = np.flatnonzero(others)
+    if len(recalled.positions):
+        logger.info(
+            "%d unchanged runs excluded as before without reading them: %s",
+            len(recalled.positions),
+            dict(sorted(Counter(recalled.reason).items())),
+        )
+    if columns is not None and len(slow):
+        fresh = read_fresh(paths, directories, slow.tolist(), records=columns)
+        if fresh.table is not None and fresh.table.num_rows:
+            reuse.carry_memos(fresh.table, np.arange(fresh.table.num_rows, dtype=np.int64))
+        if len(fresh.recalled.positions):
+            logger.info(
+                "%d runs without predictions read and excluded as columns: %s",
+                len(fresh.recalled.positions),
+                dict(sorted(Counter(fresh.recalled.reason).items())),
+            )
+        recalled = merge_recalled(recalled, fresh.recalled)
+        slow = fresh.others
+    del directories
+    slow = slow.tolist()
     runs = assess_runs(
         [(run_ids[p], paths[p]) for p in slow],
         allow_partial=allow_partial,
@@ -883,12 +903,6 @@ def _assessed(
         recalled=recalled.fingerprints,
     )
     reuse.keep_verdicts(runs)
-    if len(recalled.positions):
-        logger.info(
-            "%d unchanged runs excluded as before without reading them: %s",
-            len(recalled.positions),
-            dict(sorted(Counter(recalled.reason).items())),
-        )
     objects = dict(zip(slow, runs, strict=True))
     for index, run in enumerate(_unlisted_runs(naming, unlisted)):
         objects[len(paths) + index] = run
