@@ -7,12 +7,13 @@ import logging
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from deepecgkit.rundir.format import METADATA_FILENAME, PREDICTIONS_FILENAME, SPLIT_INFO_FILENAME
 from deepecgkit.rundir.read import discover_runs
 from deepecgkit.rundir.records import records_to_frame
-from deepecgkit.statistical_report import ReportResult, fresh_read, statistical_report
+from deepecgkit.statistical_report import ReportResult, frame_recall, fresh_read, statistical_report
 from deepecgkit.statistical_report.frame_recall import run_columns
 from tests.deepecg_assets.output_trees import tree_bytes
 from tests.statistical_report.prediction_runs import write_prediction_run
@@ -66,10 +67,18 @@ def _fresh_count(caplog: pytest.LogCaptureFixture) -> int:
     return sum(counts)
 
 
+@pytest.mark.parametrize("chunk_runs", [2_000, 3])
 def test_a_first_build_reads_plain_runs_as_columns_with_the_per_run_outcome(
-    runs: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    runs: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    chunk_runs: int,
 ) -> None:
-    """Every file, the memo table included, equals that of the per-run road's build."""
+    """Every file, the memo table included, equals that of the per-run road's build
+    (in one chunk, and in chunks of three runs read by threads, whose order is kept)."""
+    monkeypatch.setattr(fresh_read, "_CHUNK_RUNS", chunk_runs)
+    monkeypatch.setattr(fresh_read, "available_cpus", lambda: 4)
     with caplog.at_level(logging.INFO, logger="deepecgkit.statistical_report"):
         columns = _by_records(runs, tmp_path / "columns")
     assert _fresh_count(caplog) == 11  # cnn 1-5, gru 6-11; gru 12-15 are odd
@@ -173,3 +182,27 @@ def test_checked_fields_share_objects_only_for_equal_json() -> None:
         "params_fingerprint": "f",
         "error": None,
     }
+
+
+def test_stat_batches_in_threads_keep_the_order_and_the_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = []
+    for index in range(11):
+        path = tmp_path / f"f{index}"
+        if index % 3:
+            path.write_bytes(b"x" * index)
+        paths.append(str(path))
+    serial = frame_recall._stats(paths)
+    monkeypatch.setattr(frame_recall, "_STAT_BATCH", 2)
+    monkeypatch.setattr(frame_recall, "available_cpus", lambda: 4)
+    threaded = frame_recall._stats(paths)
+    assert serial is not None and threaded is not None
+    assert threaded.found.tolist() == [bool(index % 3) for index in range(11)]
+    for one, other in zip(serial, threaded, strict=True):
+        pairs = zip(one, other, strict=True) if isinstance(one, list) else [(one, other)]
+        for a, b in pairs:
+            assert np.array_equal(a, b)
+    sizes = threaded.fields[0].tolist()
+    assert sizes == [index if index % 3 else 0 for index in range(11)]
+    assert threaded.mtimes[1] == os.stat(paths[1]).st_mtime
