@@ -115,6 +115,7 @@ from deepecgkit.statistical_report.reuse import (
     environment,
     figure_files,
     figure_key,
+    release_unused_memory,
     write_changed,
 )
 from deepecgkit.statistical_report.tables import (
@@ -1010,6 +1011,7 @@ def statistical_report(
         reuse = RowReuse(previous, settings, allow_partial=allow_partial)
         ordered = _assessed(naming, found, unlisted, previous, reuse, columns, allow_partial)
         runs = ordered.runs
+    release_unused_memory()  # (the recall's column temporaries)
     if reference is not None and reference not in ordered.models():
         known = sorted({model for model in ordered.models() if model is not None})
         raise ComparisonError(
@@ -1071,6 +1073,10 @@ def statistical_report(
     anti_conservative = bool(frames["mcnemar.csv"]["anti_conservative"].any())
     with _collector_paused():  # (pandas work, which leaves cycles, is done above)
         reuse.kept.save(out_path / CACHE_FILENAME, bound_to)
+        # The memo tables, old and new (about 50 MB each at 100,000 runs), are saved and
+        # no longer needed: let them go before the manifest's text and bytes are made.
+        reuse.kept.release_memos()
+        previous.release_memos()
         manifest = build_manifest(
             roots=[root.resolve() for root in root_paths],
             settings={

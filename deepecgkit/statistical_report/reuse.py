@@ -114,6 +114,7 @@ __all__ = [
     "figure_files",
     "figure_key",
     "pair_key",
+    "release_unused_memory",
     "run_key",
     "write_changed",
 ]
@@ -462,6 +463,16 @@ class ReportCache:
             return cls()
         return cls(*parts)
 
+    def release_memos(self) -> None:
+        """Drop the file memos and carried memo tables (once saved or used: memory).
+
+        Arrow's allocator keeps the memory of freed buffers for reuse; what
+        no buffer holds any more is handed back to the system, so the step's
+        peak (the manifest, written next) does not stand on the tables' too.
+        """
+        self.files, self.carried = {}, []
+        release_unused_memory()
+
     def save(self, path: Path, bound_to: Mapping[str, Any]) -> Path:
         """Write the entries atomically (gzip-compressed JSON, keys sorted, no timestamp).
 
@@ -481,6 +492,17 @@ class ReportCache:
         return write_changed(
             path, gzip.compress(text.encode("ascii"), compresslevel=_GZIP_LEVEL, mtime=_GZIP_MTIME)
         )
+
+
+def release_unused_memory() -> None:
+    """Hand the memory Arrow's allocator keeps of freed buffers back to the system.
+
+    The allocator keeps it for reuse (the memo tables' columns, the
+    temporaries of comparing them), so without this call the process keeps
+    the high-water mark of every table step, and the report's peak (the
+    manifest's text and bytes) stands on top of it.
+    """
+    pa.default_memory_pool().release_unused()
 
 
 def _environment_text(bound_to: Mapping[str, Any]) -> bytes:
