@@ -31,8 +31,10 @@ memo with the same outcome, the same memo and no file read:
 So an unchanged run costs one ``stat`` per file the memo recorded (three on
 the scale corpora) and the directory's ``lstat``, which the run id needed
 anyway: nothing else. Every other run (no memo, anything changed, a
-predictions file, a link) takes the per-run road, unchanged; the two
-roads' runs are merged in ``run_id`` order by the report. A recalled run's
+predictions file, a link) is read: as columns where it is a plain run
+without predictions (:mod:`~deepecgkit.statistical_report.fresh_read`),
+else by the per-run road, unchanged; the roads' runs are merged in
+``run_id`` order by the report. A recalled run's
 checks are those of the contract in order: it is readable (its memo was
 made from files that were), then excluded by check 2 (``failed_run``, with
 the metadata's ``error`` in its detail) or check 3 (``no_predictions``);

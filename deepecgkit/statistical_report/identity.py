@@ -48,7 +48,10 @@ file the memo recorded, to see an edit in place, and the directory's
 ``lstat``, to see a new entry such as a predictions file; its docstring says
 why neither can be spared). Those runs are excluded (check 2 or 3) exactly
 as here, without a :class:`RunInput`; their fingerprints are handed to
-:func:`assess_runs` for check 9 (``recalled``).
+:func:`assess_runs` for check 9 (``recalled``). On a first build (or for a
+run whose memo does not hold), :mod:`~deepecgkit.statistical_report.fresh_read`
+reads the plain runs without predictions the same way, as columns, and hands
+every other run to this road.
 
 The module reads run directories and never modifies them.
 """
