@@ -299,9 +299,20 @@ def read_fresh(
     mtimes = records.mtime.tolist()
     seen: set[str] = set()
     prefixes: list[str | None] = []
+    try:  # (a name that is not UTF-8 cannot be a memo table's text: the per-run road's)
+        "".join(run_dirs[p] for p in positions).encode("utf-8")
+        encodes = None
+    except UnicodeEncodeError:
+        encodes = _encodes
     for position in positions:
         path, info = run_dirs[position], directories[position]
-        if info is None or not stat.S_ISDIR(info.st_mode) or path.endswith("/") or path in seen:
+        if (
+            info is None
+            or not stat.S_ISDIR(info.st_mode)
+            or path.endswith("/")
+            or path in seen
+            or (encodes is not None and not encodes(path))
+        ):
             prefixes.append(None)  # a link, a root, a second name of one directory ...
             continue
         seen.add(path)
@@ -355,6 +366,15 @@ def read_fresh(
         fingerprints,
     )
     return Fresh(recalled, table, np.array(others, dtype=np.int64))
+
+
+def _encodes(text: str) -> bool:
+    """Whether ``text`` is valid UTF-8 text (no lone surrogate from an undecodable name)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _directory_fields(infos: list[Any]) -> list[list[int]] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from deepecgkit.rundir.format import METADATA_FILENAME, PREDICTIONS_FILENAME, SP
 from deepecgkit.rundir.read import discover_runs
 from deepecgkit.rundir.records import records_to_frame
 from deepecgkit.statistical_report import ReportResult, frame_recall, fresh_read, statistical_report
-from deepecgkit.statistical_report.frame_recall import run_columns
+from deepecgkit.statistical_report.frame_recall import record_columns, run_columns
 from tests.deepecg_assets.output_trees import tree_bytes
 from tests.statistical_report.prediction_runs import write_prediction_run
 from tests.statistical_report.test_file_memo import Reads, rewrite_in_place
@@ -206,3 +207,20 @@ def test_stat_batches_in_threads_keep_the_order_and_the_failures(
     sizes = threaded.fields[0].tolist()
     assert sizes == [index if index % 3 else 0 for index in range(11)]
     assert threaded.mtimes[1] == os.stat(paths[1]).st_mtime
+
+
+def test_a_run_directory_whose_name_is_not_utf8_takes_the_per_run_road(tmp_path: Path) -> None:
+    """Such a name cannot be a memo table's text: the columns never see it."""
+    root = tmp_path / "runs"
+    plain = _bare(root, "cnn", 1)
+    odd = os.fsdecode(os.fsencode(str(root)) + b"/cnn_afib_seed2_\xff")
+    shutil.copytree(plain, odd)
+    assert fresh_read._encodes(str(plain)) and not fresh_read._encodes(odd)
+    # Records one by one (a frame's text column cannot hold the name); copytree kept the
+    # metrics file's mtime, so the record holds for both.
+    (record,) = run_columns(_frame(root)).facts([0])
+    records = record_columns([record, record._replace(run_dir=odd)])
+    found = fresh_read.read_fresh(
+        [str(plain), odd], [os.lstat(plain), os.lstat(odd)], [0, 1], records=records
+    )
+    assert found.recalled.positions.tolist() == [0] and found.others.tolist() == [1]
