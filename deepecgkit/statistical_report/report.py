@@ -400,6 +400,17 @@ def _identified(
     resolved_dirs = _resolved_paths(run_dirs, infos=infos)
     resolved_roots = resolved_dirs if roots is run_dirs else _resolved_paths(roots)
     base = Path(_common_path(resolved_roots))
+    inside = is_run_directory(base)
+    if inside:
+        base = base.parent
+    # Below the base, a resolved path's id is the rest of its text: both are
+    # normalised real paths, so the rest is already a POSIX relative path.
+    prefix = os.path.join(os.fspath(base), "")
+    cut = len(prefix)
+    if all(resolved.startswith(prefix) for resolved in resolved_dirs):
+        # (The usual case: no path needs the given roots' base, which would cost two
+        # passes over 100,000 texts.)
+        return _display_paths([resolved[cut:] for resolved in resolved_dirs]), resolved_dirs
     given = [os.fspath(root) for root in roots]
     if not _all_plain_absolute(given):
         given = [
@@ -407,12 +418,8 @@ def _identified(
             for text in given
         ]
     given_base = Path(_common_path(given))
-    if is_run_directory(base):
-        base, given_base = base.parent, given_base.parent
-    # Below the base, a resolved path's id is the rest of its text: both are
-    # normalised real paths, so the rest is already a POSIX relative path.
-    prefix = os.path.join(os.fspath(base), "")
-    cut = len(prefix)
+    if inside:
+        given_base = given_base.parent
     ids = []
     for directory, resolved in zip(run_dirs, resolved_dirs, strict=True):
         if resolved.startswith(prefix):
