@@ -72,7 +72,14 @@ from deepecgkit.statistical_report.identity import (
 )
 from deepecgkit.statistical_report.memo_table import DIRECTORY, MemoRows
 
-__all__ = ["Recalled", "RunColumns", "recall_unchanged", "record_columns", "run_columns"]
+__all__ = [
+    "RUN_COLUMNS_READ",
+    "Recalled",
+    "RunColumns",
+    "recall_unchanged",
+    "record_columns",
+    "run_columns",
+]
 
 #: The stat fields a signature compares, in the memo table's order.
 _SIGNATURE_FIELDS = ("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns", "st_dev")
@@ -125,11 +132,16 @@ class RunColumns:
         ]
 
 
+#: The columns of a records frame :func:`run_columns` reads (a reader may read only these).
+RUN_COLUMNS_READ = ("run_dir", "model", "dataset", "seed", "returncode", "mtime")
+
+
 def run_columns(frame: pd.DataFrame) -> RunColumns:
     """The :class:`RunColumns` of a records frame (``records_to_frame``'s layout).
 
     The same values :func:`~deepecgkit.statistical_report.identity.run_facts`
-    gives, a column each instead of a tuple per run.
+    gives, a column each instead of a tuple per run. Only the columns of
+    :data:`RUN_COLUMNS_READ` are read.
     """
     texts = [_text_column(frame[name]) for name in ("run_dir", "model", "dataset")]
     seeds, returncodes = (_int_column(frame[name]) for name in ("seed", "returncode"))

@@ -69,6 +69,7 @@ from deepecgkit.io import (
     safe_name,
     short_hash,
 )
+from deepecgkit.memory import release_free_memory
 from deepecgkit.progress import logged_progress
 from deepecgkit.rundir.format import (
     METRICS_FILENAME,
@@ -115,7 +116,6 @@ from deepecgkit.statistical_report.reuse import (
     environment,
     figure_files,
     figure_key,
-    release_unused_memory,
     write_changed,
 )
 from deepecgkit.statistical_report.tables import (
@@ -1018,7 +1018,7 @@ def statistical_report(
         reuse = RowReuse(previous, settings, allow_partial=allow_partial)
         ordered = _assessed(naming, found, unlisted, previous, reuse, columns, allow_partial)
         runs = ordered.runs
-    release_unused_memory()  # (the recall's column temporaries)
+    release_free_memory()  # (the recall's column temporaries)
     if reference is not None and reference not in ordered.models():
         known = sorted({model for model in ordered.models() if model is not None})
         raise ComparisonError(

@@ -73,6 +73,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deepecgkit.io import UnreadableFileError, atomic_write_bytes, json_ready, read_regular_file
+from deepecgkit.memory import release_free_memory
 from deepecgkit.rundir.format import PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME
 from deepecgkit.statistical_report.identity import (
     HASHED_FILES,
@@ -114,7 +115,6 @@ __all__ = [
     "figure_files",
     "figure_key",
     "pair_key",
-    "release_unused_memory",
     "run_key",
     "write_changed",
 ]
@@ -471,7 +471,7 @@ class ReportCache:
         peak (the manifest, written next) does not stand on the tables' too.
         """
         self.files, self.carried = {}, []
-        release_unused_memory()
+        release_free_memory()
 
     def save(self, path: Path, bound_to: Mapping[str, Any]) -> Path:
         """Write the entries atomically (gzip-compressed JSON, keys sorted, no timestamp).
@@ -492,17 +492,6 @@ class ReportCache:
         return write_changed(
             path, gzip.compress(text.encode("ascii"), compresslevel=_GZIP_LEVEL, mtime=_GZIP_MTIME)
         )
-
-
-def release_unused_memory() -> None:
-    """Hand the memory Arrow's allocator keeps of freed buffers back to the system.
-
-    The allocator keeps it for reuse (the memo tables' columns, the
-    temporaries of comparing them), so without this call the process keeps
-    the high-water mark of every table step, and the report's peak (the
-    manifest's text and bytes) stands on top of it.
-    """
-    pa.default_memory_pool().release_unused()
 
 
 def _environment_text(bound_to: Mapping[str, Any]) -> bytes:
