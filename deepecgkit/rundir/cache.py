@@ -791,8 +791,11 @@ class RunCache:
 
     # --- the file -------------------------------------------------------------------------------
 
-    def _current_table(self) -> pa.Table:
-        """Every entry as one table of :data:`CACHE_SCHEMA`, sorted by path.
+    def _current_table(self) -> tuple[pa.Table, pa.Array]:
+        """Every entry as one table of :data:`CACHE_SCHEMA`, and the order that sorts it by path.
+
+        The table is the cache's own rows where every one is current (no
+        copy); :meth:`save` takes the sorted rows a row group at a time.
 
         A parsed result whose values cannot be stored (a reason that is not
         UTF-8) is left out, logged: its run is parsed again next time.
@@ -821,7 +824,8 @@ class RunCache:
         else:
             old = self._table.take(pa.array(sorted(table_rows), pa.int64()))
         added = added.replace_schema_metadata(old.schema.metadata)
-        return pa.concat_tables([old, added]).sort_by("path")
+        table = pa.concat_tables([old, added])
+        return table, pc.sort_indices(table, [("path", "ascending")])
 
     def _current_fresh(self) -> list[tuple[str, int, int, dict[str, Any]]]:
         """The parsed results that are still entries (not replaced, pruned or dropped)."""
@@ -856,8 +860,13 @@ class RunCache:
         # placeholder and the header put in place, so the file is never copied whole.
         sink = io.BytesIO()
         sink.write(_header(_checksum(b"")))
-        pq.write_table(self._current_table(), sink, row_group_size=PARQUET_ROW_GROUP_ROWS)
-        # The sorted copy of every row is gone: give its memory back before the write.
+        table, order = self._current_table()
+        with pq.ParquetWriter(sink, table.schema) as writer:
+            for start in range(0, len(order), PARQUET_ROW_GROUP_ROWS):
+                rows = order[start : start + PARQUET_ROW_GROUP_ROWS]
+                writer.write_table(table.take(rows), row_group_size=PARQUET_ROW_GROUP_ROWS)
+        del table, order
+        # The row groups' sorted copies are gone: give their memory back before the write.
         pa.default_memory_pool().release_unused()
         start = len(_header(_checksum(b"")))
         with sink.getbuffer() as view:
@@ -930,8 +939,9 @@ class RunCache:
         return self
 
 
-#: Rows per Parquet row group of a saved cache (one group up to 100,000 runs).
-PARQUET_ROW_GROUP_ROWS = 1 << 17
+#: Rows per Parquet row group of a saved cache. The save sorts a row group's rows at a
+#: time (a copy of 16,384 rows at once, not of all 100,000: the step's peak memory).
+PARQUET_ROW_GROUP_ROWS = 1 << 14
 
 
 def _encoded_result(result: RunRecord | EncodedRecord | UnreadableRun) -> Any:
