@@ -873,8 +873,8 @@ class RunCache:
             checksum = _checksum(view[start:])
         sink.seek(0)
         sink.write(_header(checksum))
-        with sink.getbuffer() as data:
-            final = atomic_write_bytes(target, data)  # type: ignore[arg-type] (bytes-like)
+        with sink.getbuffer() as data:  # bytes-like: written as it is, not copied to bytes
+            final = atomic_write_bytes(target, data)  # type: ignore[arg-type]
         del sink
         info = os.stat(final)
         self._saved_file = (target, info.st_mtime_ns, info.st_size)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from deepecgkit.rundir import cache as cache_module, read as read_module
@@ -192,3 +193,30 @@ def test_the_runs_frame_of_a_cold_parallel_scan_round_trips_through_the_file(
     warm = RunCache.load(tmp_path / "c.cache")
     assert discovered(root, warm) == first
     assert (warm.misses, warm.hits) == (0, cold.misses)
+
+
+def saved_rows(path: Path) -> pa.Table:
+    """The rows of a saved cache file (its Parquet body)."""
+    data = path.read_bytes()
+    return pq.read_table(pa.BufferReader(data[data.index(b"\n") + 1 :]))
+
+
+def test_a_save_in_row_groups_holds_the_rows_of_a_save_in_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sorted a row group at a time: the same rows, sorted by path, and every run a hit."""
+    root = hostile_corpus(tmp_path / "runs")
+    cache = RunCache()
+    discovered(root, cache)
+    whole = saved_rows(cache.save(tmp_path / "whole.cache"))
+    monkeypatch.setattr(cache_module, "PARQUET_ROW_GROUP_ROWS", 2)
+    grouped_file = cache.save(tmp_path / "grouped.cache")
+    assert pq.ParquetFile(
+        pa.BufferReader(grouped_file.read_bytes().split(b"\n", 1)[1])
+    ).num_row_groups == -(-len(cache) // 2)
+    grouped = saved_rows(grouped_file)
+    assert grouped.equals(whole)
+    assert grouped.column("path").to_pylist() == sorted(grouped.column("path").to_pylist())
+    reloaded = RunCache.load(grouped_file)
+    assert discovered(root, reloaded) == discovered(root, cache)
+    assert reloaded.misses == 0
