@@ -67,6 +67,7 @@ from deepecgkit.io import (
     display_path,
     read_regular_file,
 )
+from deepecgkit.memory import release_free_memory
 from deepecgkit.rundir.format import METRICS_FILENAME, SPLIT_SIZE_KEYS
 from deepecgkit.rundir.listing import ListingRecord
 from deepecgkit.rundir.read import find_run_candidate_paths, read_chunks, read_run, read_runs
@@ -648,7 +649,7 @@ class RunCache:
         place[np.asarray(others, dtype=np.int64)] = len(self._table) + np.arange(len(others))
         combined = source.take(pa.array(place, pa.int64()))
         del source
-        pa.default_memory_pool().release_unused()  # the joined chunks of the take
+        release_free_memory()  # the joined chunks of the take
         columns: dict[str, Any] = {field: combined.column(field) for field in fields}
         columns["reason"] = reasons
         return columns
@@ -867,7 +868,7 @@ class RunCache:
                 writer.write_table(table.take(rows), row_group_size=PARQUET_ROW_GROUP_ROWS)
         del table, order
         # The row groups' sorted copies are gone: give their memory back before the write.
-        pa.default_memory_pool().release_unused()
+        release_free_memory()
         start = len(_header(_checksum(b"")))
         with sink.getbuffer() as view:
             checksum = _checksum(view[start:])

@@ -59,6 +59,7 @@ from deepecgkit.io import (
     display_path,
     read_regular_file,
 )
+from deepecgkit.memory import release_free_memory
 from deepecgkit.progress import logged_progress
 from deepecgkit.rundir._predictions import (
     parse_predictions,
@@ -66,7 +67,6 @@ from deepecgkit.rundir._predictions import (
     read_predictions,
     read_predictions_file,
 )
-from deepecgkit.rundir._spawn import reader_context
 from deepecgkit.rundir.format import (
     AVERAGING_MACRO_LABEL,
     AVERAGING_UNKNOWN,
@@ -895,7 +895,7 @@ def _map_chunks(
     """
     bounds = range(0, len(texts), PARALLEL_CHUNK_RUNS)
     chunks = [list(texts[start : start + PARALLEL_CHUNK_RUNS]) for start in bounds]
-    context = reader_context(method)
+    context = multiprocessing.get_context(method)
     try:
         pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=context)
         futures = [pool.submit(task, chunk) for chunk in chunks]
@@ -1229,7 +1229,7 @@ def discover_run_frame(
         frame = _select_columns(candidates, columns, diagnostics, policy)
         # Every candidate's columns (a copy of the cache's rows) go before the caller goes on.
         del columns
-        pa.default_memory_pool().release_unused()
+        release_free_memory()
         return frame, diagnostics
     results = cache.read_encoded(candidates, workers=workers)
     return records_to_frame(_select_runs(candidates, results, diagnostics, policy)), diagnostics

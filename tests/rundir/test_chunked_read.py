@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -137,47 +134,6 @@ def test_read_chunks_here_gives_each_chunk_in_order(
     dirs = [str(tmp_path / f"run{number}") for number in range(5)]
     assert read_chunks(dirs, list, workers=1) == [dirs[0:2], dirs[2:4], dirs[4:5]]
     assert read_chunks([], list, workers=1) == []
-
-
-#: A main module with a side effect at import: a file per process that imports it.
-MAIN_SCRIPT = """
-import os, sys, threading, time
-open(os.path.join(sys.argv[1], f"imported-{os.getpid()}"), "w").close()
-if __name__ == "__main__":
-    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()  # so readers spawn
-    from deepecgkit.rundir import read
-    read.PARALLEL_MIN_RUNS = read.SPAWN_MIN_RUNS = 1
-    read.PARALLEL_CHUNK_RUNS = 1
-    from pathlib import Path
-    runs = sorted(Path(sys.argv[2]).iterdir())
-    assert read._start_method() == "spawn"
-    print(repr(read.read_runs(runs, workers=2)) == repr([read.read_run(r) for r in runs]))
-"""
-
-
-def test_spawned_readers_do_not_import_the_main_module(tmp_path: Path) -> None:
-    """The platform's main module imports Dagster: a reader that imported it would pay seconds."""
-    root = tmp_path / "runs"
-    for seed in range(4):
-        write_run_directory(
-            root / f"cnn_seed{seed}", model="cnn", dataset="afib", metrics={"f1": 0.5}, seed=seed
-        )
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    script = tmp_path / "main.py"
-    script.write_text(MAIN_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-    done = subprocess.run(
-        [sys.executable, str(script), str(marks), str(root)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "True"
-    assert len(os.listdir(marks)) == 1, "only the parent imported the main module"
 
 
 def test_the_runs_frame_of_a_cold_parallel_scan_round_trips_through_the_file(
