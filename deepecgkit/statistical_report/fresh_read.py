@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from deepecgkit.io import READ_SLACK_BYTES, SAFE_READ_FLAGS
 from deepecgkit.rundir.format import (
     METADATA_FILENAME,
     METRICS_FILENAME,
@@ -78,10 +79,6 @@ from deepecgkit.statistical_report.memo_table import fresh_memos_table
 
 __all__ = ["Fresh", "merge_recalled", "read_fresh"]
 
-#: The flags of the one safe open (:func:`deepecgkit.io.read_regular_file`).
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-#: What that open reads beyond the size ``fstat`` reported (a file still growing).
-_READ_SLACK = 1024
 _NO_PREDICTIONS_DETAIL = "neither predictions.csv nor predictions.txt"
 _PREDICTIONS_NAMES = (PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME)
 #: The exact types of the checked values equal dicts may share one object for.
@@ -130,14 +127,14 @@ def _absent(path: str) -> None:
 def _read(path: str) -> tuple[bytes, os.stat_result]:
     """The bytes and ``fstat`` of a plain regular file read in one call (else ``_Odd``)."""
     try:
-        descriptor = os.open(path, _READ_FLAGS)
+        descriptor = os.open(path, SAFE_READ_FLAGS)
     except (OSError, ValueError):
         raise _Odd from None
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
             raise _Odd
-        data = os.read(descriptor, info.st_size + _READ_SLACK)
+        data = os.read(descriptor, info.st_size + READ_SLACK_BYTES)
     except OSError:
         raise _Odd from None
     finally:
