@@ -45,7 +45,7 @@ def build(platform) -> None:
     assert materialize_everything(platform.instance, verbose=False, stream=io.StringIO()).success
 
 
-def execute(platform, request: dg.RunRequest) -> None:
+def execute(platform, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
     job = defs.resolve_implicit_global_asset_job_def()
     result = job.execute_in_process(
         instance=platform.instance,
@@ -54,6 +54,7 @@ def execute(platform, request: dg.RunRequest) -> None:
         tags=request.tags,
     )
     assert result.success
+    return result
 
 
 def test_first_tick_on_a_fresh_instance_adds_every_dataset(platform) -> None:
@@ -98,15 +99,7 @@ def test_adding_one_run_refreshes_its_dataset_and_the_combines_in_one_run(platfo
 
 
 def _parsed_by_discovery(platform, request: dg.RunRequest) -> int:
-    job = defs.resolve_implicit_global_asset_job_def()
-    result = job.execute_in_process(
-        instance=platform.instance,
-        asset_selection=list(request.asset_selection or []),
-        partition_key=request.partition_key,
-        tags=request.tags,
-    )
-    assert result.success
-    (event,) = result.asset_materializations_for_node("discovered_runs")
+    (event,) = execute(platform, request).asset_materializations_for_node("discovered_runs")
     return event.metadata["runs_parsed"].value
 
 
