@@ -57,7 +57,7 @@ from deepecg_assets.partitions import (
     remove_stored_partitions,
 )
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
-from deepecgkit.analysis.summary import build_summary, format_summary
+from deepecgkit.analysis.summary import SUMMARY_FLIP_COLUMNS, build_summary, format_summary
 from deepecgkit.progress import PROGRESS_ATTRIBUTE
 from deepecgkit.statistical_report.report import FIGURES_FOLDER
 
@@ -83,14 +83,15 @@ EXIT_USER_ERROR = 2
 EXIT_BUILD_FAILED = 1
 #: Name the command gives itself in error lines (its console script, see pyproject.toml).
 PROG = "deepecg-build"
-#: The frames the summary reads, by asset name, with the columns it reads (None: all). At
-#: 100,000 runs the two runs frames are 98 MB and 1.8 million rows; the summary counts names,
-#: so of a frame read by columns it reads each file's distinct rows.
-SUMMARY_FRAMES: dict[str, list[str] | None] = {
-    "discovered_runs": ["run_dir"],
-    "reconciled_runs": ["run_dir", "model", "dataset"],
-    "averaging_conflicts": None,
-    "flip_grid": None,
+#: The frames the summary reads, by asset name: the columns it reads (None: all) and whether
+#: of each file only the distinct rows. At 100,000 runs the two runs frames are 98 MB and 1.8
+#: million rows, of which the summary counts names; of the flip grid's 33 columns of 232,750
+#: rows it reads ten (0.73 s -> 0.09 s).
+SUMMARY_FRAMES: dict[str, tuple[list[str] | None, bool]] = {
+    "discovered_runs": (["run_dir"], True),
+    "reconciled_runs": (["run_dir", "model", "dataset"], True),
+    "averaging_conflicts": (None, False),
+    "flip_grid": ([*SUMMARY_FLIP_COLUMNS, "fdr_method"], False),
 }
 _SUCCESS_EVENTS = {"STEP_SUCCESS"}
 
@@ -458,8 +459,8 @@ def summary_text(result: BuildResult) -> str:
     output: OutputFolderResource = defs.resources["output_folder"]
     analysis: AnalysisSettings = defs.resources["analysis"]
     frames = {
-        name: read_stored_frame(output.frames_dir(), name, columns=columns, distinct=bool(columns))
-        for name, columns in SUMMARY_FRAMES.items()
+        name: read_stored_frame(output.frames_dir(), name, columns=columns, distinct=distinct)
+        for name, (columns, distinct) in SUMMARY_FRAMES.items()
     }
     flip_grid = frames["flip_grid"]
     report_dir = output.root() / REPORT_FOLDER

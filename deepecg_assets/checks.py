@@ -4,12 +4,19 @@ Severities: data-quality findings (dropped averaging minorities, bimodal
 cells, untestable flips, transfer cells without a score) are WARN, because
 the analysis handles them honestly and reports them; a ``.tex`` file that
 does not compile, and a selection that leaves nothing to rank, are ERROR,
-because they would break the paper's build or empty every table. The check for unreadable or failed
-runs lives with ``discovered_runs``, which holds the diagnostics.
+because they would break the paper's build or empty every table.
 
-The checks of per-dataset assets are partitioned by dataset like their
+Three kinds of check live with the asset they check, evaluated by the step
+that computes it on the frame it has just made, instead of a check step
+reading it back: the check for unreadable or failed runs with
+``discovered_runs``, which holds the diagnostics; the per-dataset checks
+(dropped averaging minorities, bimodal cells) with ``dataset_analysis``
+(:mod:`deepecg_assets.assets.datasets`), partitioned by dataset like their
 assets, so a run of one dataset's partition (the run sensor's refresh) checks
-that dataset's frames only, and does not fail on a dataset not built yet.
+that dataset's frames only and does not fail on a dataset not built yet; and
+the flip grid's checks with ``flip_grid``
+(:mod:`deepecg_assets.assets.analysis`; its 232,750 rows at 100,000 runs).
+The checks here read stored tables and frames.
 """
 
 from pathlib import Path
@@ -20,14 +27,9 @@ import pandas as pd
 from deepecg_assets.assets.tables import compile_cache, results_table_stem, table_paths
 from deepecg_assets.assets.transfer import LISTED_CELLS, failed_cells
 from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
-from deepecg_assets.partitions import DATASETS, joined
+from deepecg_assets.partitions import DATASETS
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecgkit.analysis.compile_cache import compile_tables
-from deepecgkit.analysis.constants import (
-    CORRECTION_UNAVAILABLE,
-    VERDICT_SUPPORTED,
-    VERDICT_UNTESTABLE,
-)
 from deepecgkit.analysis.latex import (
     FLIP_TABLE_STEM,
     RANK_TABLE_STEM,
@@ -36,88 +38,8 @@ from deepecgkit.analysis.latex import (
     UNICODE_ENGINES,
     latex_engine,
 )
-from deepecgkit.analysis.ranking import rank_within_seed
-from deepecgkit.analysis.statistics import collapse_gap_floor, is_bimodal
 
-#: Rows listed in check metadata.
-LISTED_ROWS = 20
 _WARN = dg.AssetCheckSeverity.WARN
-
-
-@dg.asset_check(
-    asset="averaging_conflicts",
-    partitions_def=DATASETS,
-    description=(
-        "No run was dropped for its averaging mode. A failure means some runs of a "
-        "(dataset, model) cell were averaged differently (macro vs weighted ...) and the "
-        "minority was left out of every table: the cell rests on fewer seeds than were run."
-    ),
-)
-def no_dropped_averaging_minorities(
-    averaging_conflicts: dict[str, pd.DataFrame],
-) -> dg.AssetCheckResult:
-    averaging_conflicts = joined(averaging_conflicts)
-    dropped = int(averaging_conflicts["dropped_runs"].sum()) if len(averaging_conflicts) else 0
-    return dg.AssetCheckResult(
-        passed=dropped == 0,
-        severity=_WARN,
-        description=f"{dropped} run(s) dropped from {len(averaging_conflicts)} cell(s)",
-        metadata={
-            "dropped_runs": dropped,
-            "cells": dg.MetadataValue.json(
-                averaging_conflicts.head(LISTED_ROWS).to_dict("records")
-            ),
-        },
-    )
-
-
-def bimodal_cells(runs: pd.DataFrame, metric: str) -> list[dict[str, str]]:
-    """(dataset, model) cells whose per-seed scores of ``metric`` converge or collapse.
-
-    Per-seed values are the ranking's: finite values of seeded runs, duplicates averaged.
-    The rule is the flip grid's, with the metric's floor.
-    """
-    per_seed = rank_within_seed(runs, metric)
-    floor = collapse_gap_floor(metric)
-    cells = []
-    for (dataset, model), block in per_seed.groupby(["dataset", "model"], sort=True):
-        flagged, reason = is_bimodal(block["value"], min_gap=floor)
-        if flagged:
-            cells.append({"dataset": str(dataset), "model": str(model), "reason": reason})
-    return cells
-
-
-@dg.asset_check(
-    asset="aggregates",
-    additional_ins={"reconciled_runs": dg.AssetIn()},
-    partitions_def=DATASETS,
-    description=(
-        "No (dataset, model) cell converges on some seeds and collapses on others. A failure "
-        "means a mean and interval in the results table average two regimes; the flip table "
-        "marks such rows bimodal instead of ranking them. Report the collapse rate."
-    ),
-)
-def no_bimodal_cells(
-    aggregates: dict[str, pd.DataFrame],
-    reconciled_runs: dict[str, pd.DataFrame],
-    analysis: AnalysisSettings,
-) -> dg.AssetCheckResult:
-    # One partition at a time: at 100,000 runs the joined long frame is 1.8 million rows,
-    # and a cell lies in one dataset, so the cells are those of each partition, sorted.
-    cells = sorted(
-        (
-            cell
-            for frame in reconciled_runs.values()
-            for cell in bimodal_cells(frame, analysis.metric)
-        ),
-        key=lambda cell: (cell["dataset"], cell["model"]),
-    )
-    return dg.AssetCheckResult(
-        passed=not cells,
-        severity=_WARN,
-        description=f"{len(cells)} bimodal cell(s) in {analysis.metric}",
-        metadata={"metric": analysis.metric, "cells": dg.MetadataValue.json(cells[:LISTED_ROWS])},
-    )
 
 
 @dg.asset_check(
@@ -152,127 +74,6 @@ def selection_leaves_runs_to_rank(
         ),
         metadata={"cells": cells, "selection": dg.MetadataValue.json(selection)},
     )
-
-
-def no_untestable_flips(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
-    untestable = (
-        flip_grid.loc[flip_grid["verdict"] == VERDICT_UNTESTABLE] if len(flip_grid) else flip_grid
-    )
-    reasons = untestable["reason"].value_counts().head(LISTED_ROWS) if len(untestable) else {}
-    return dg.AssetCheckResult(
-        passed=len(untestable) == 0,
-        severity=_WARN,
-        description=f"{len(untestable)} of {len(flip_grid)} flip test(s) untestable",
-        metadata={
-            "untestable": len(untestable),
-            "reasons": dg.MetadataValue.json({str(k): int(v) for k, v in dict(reasons).items()}),
-        },
-    )
-
-
-def _flip_row_names(rows: pd.DataFrame) -> list[str]:
-    """``A vs B on D1 -> D2`` for the first rows, as check metadata lists them."""
-    return [
-        f"{r.model_a} vs {r.model_b} on {r.dataset_1} -> {r.dataset_2}"
-        for r in rows.head(LISTED_ROWS).itertuples(index=False)
-    ]
-
-
-def supported_flips_survive_fdr(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
-    supported = (
-        flip_grid.loc[flip_grid["verdict"] == VERDICT_SUPPORTED] if len(flip_grid) else flip_grid
-    )
-    surviving = int(supported["survives_fdr"].sum()) if len(supported) else 0
-    nominal = (
-        supported.loc[~supported["survives_fdr"].astype(bool)] if len(supported) else supported
-    )
-    method = str(flip_grid["fdr_method"].iloc[0]) if len(flip_grid) else ""
-    return dg.AssetCheckResult(
-        passed=len(nominal) == 0,
-        severity=_WARN,
-        description=(
-            f"{surviving} of {len(supported)} supported reversal(s) survive the "
-            f"{method.upper() or 'FDR'} adjustment of q_reversal"
-        ),
-        metadata={
-            "supported": len(supported),
-            "survives_fdr": surviving,
-            "fdr_method": method,
-            "nominal_only": dg.MetadataValue.json(_flip_row_names(nominal)),
-        },
-    )
-
-
-def flips_nadeau_bengio_applied(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
-    if len(flip_grid):
-        applied = flip_grid[["correction_applied_1", "correction_applied_2"]]
-        uncorrected = flip_grid.loc[(applied == CORRECTION_UNAVAILABLE).any(axis=1).to_numpy()]
-    else:
-        uncorrected = flip_grid
-    notes = (
-        pd.concat([uncorrected["correction_note_1"], uncorrected["correction_note_2"]])
-        if len(uncorrected)
-        else pd.Series(dtype=object)
-    )
-    reasons = notes[notes.astype(str) != ""].value_counts().head(LISTED_ROWS)
-    return dg.AssetCheckResult(
-        passed=len(uncorrected) == 0,
-        severity=_WARN,
-        description=(
-            f"{len(uncorrected)} of {len(flip_grid)} flip test(s) fell back to the uncorrected "
-            "standard error (split sizes unknown)"
-        ),
-        metadata={
-            "unavailable": len(uncorrected),
-            "rows": dg.MetadataValue.json(_flip_row_names(uncorrected)),
-            "reasons": dg.MetadataValue.json({str(k): int(v) for k, v in reasons.items()}),
-        },
-    )
-
-
-#: The checks of ``flip_grid``: (name, what a failure means, evaluator). They run as one step
-#: that reads the grid once: as three steps they read the 232,750 rows of 100,000 runs three
-#: times, and each step costs Dagster a fixed tenth of a second or more.
-FLIP_GRID_CHECKS = (
-    (
-        "no_untestable_flips",
-        "Every flip test could be computed. A failure means some rows of the flip table say "
-        "untestable (too few seeds or test groups): that model pair makes no claim there.",
-        no_untestable_flips,
-    ),
-    (
-        "supported_flips_survive_fdr",
-        "Every nominally supported reversal survives the false-discovery-rate adjustment. A "
-        "failure means the flip table holds supported rows that are not significant after "
-        "FDR: do not claim them as reversals (see nominal_only).",
-        supported_flips_survive_fdr,
-    ),
-    (
-        "flips_nadeau_bengio_applied",
-        "Every flip test got the Nadeau-Bengio correction it asked for. A failure means some "
-        "flip rows used the uncorrected standard error (split sizes unknown), which is too "
-        "narrow for overlapping training sets: their p-values are optimistic.",
-        flips_nadeau_bengio_applied,
-    ),
-)
-
-
-@dg.multi_asset_check(
-    name="flip_grid_checks",
-    specs=[
-        dg.AssetCheckSpec(name, asset="flip_grid", description=description)
-        for name, description, _ in FLIP_GRID_CHECKS
-    ],
-    ins={"flip_grid": dg.AssetIn()},
-    can_subset=True,
-)
-def flip_grid_checks(context: dg.AssetCheckExecutionContext, flip_grid: pd.DataFrame):
-    """The selected checks of :data:`FLIP_GRID_CHECKS` (all of them unless one is run alone)."""
-    selected = {key.name for key in context.selected_asset_check_keys}
-    key = dg.AssetKey("flip_grid")
-    for name, _, evaluate in FLIP_GRID_CHECKS:
-        if name in selected:
-            yield evaluate(flip_grid)._replace(asset_key=key, check_name=name)
 
 
 def _compile_check(
@@ -419,10 +220,7 @@ def every_transfer_cell_scored(transfer_matrix: pd.DataFrame) -> dg.AssetCheckRe
 
 
 ALL_CHECKS = [
-    no_dropped_averaging_minorities,
     selection_leaves_runs_to_rank,
-    no_bimodal_cells,
-    flip_grid_checks,
     results_tables_compile,
     rank_table_compiles,
     tau_table_compiles,

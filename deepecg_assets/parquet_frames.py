@@ -45,6 +45,7 @@ from upath import UPath
 from deepecg_assets.partitions import FRAME_SUFFIX, joined
 from deepecg_assets.resources import OutputFolderResource
 from deepecgkit.io import atomic_write_bytes
+from deepecgkit.memory import release_free_memory
 
 __all__ = [
     "COLUMNS_METADATA",
@@ -250,6 +251,12 @@ class ParquetFrameIOManager(dg.UPathIOManager):
     A local base path is written through the project's atomic writer (a
     temporary name renamed into place, so a crash never leaves half a frame);
     on object storage a single PUT is already atomic.
+
+    Memory freed by a step goes back to the system when an input is loaded and
+    after each output is stored (:func:`~deepecgkit.memory.release_free_memory`):
+    the build runs every step in one process, whose peak would otherwise be
+    the leftovers of earlier steps plus the current one (at 100,000 runs the
+    report step started at 0.79 GiB instead of 0.69).
     """
 
     extension = FRAME_SUFFIX
@@ -279,6 +286,13 @@ class ParquetFrameIOManager(dg.UPathIOManager):
         return frame_from_parquet(data, columns=input_columns(context))
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        # The encoded file is freed once written: it goes back before the step goes on.
+        try:
+            self._store(context, obj)
+        finally:
+            release_free_memory()
+
+    def _store(self, context: dg.OutputContext, obj: Any) -> None:
         if not context.has_asset_partitions:
             super().handle_output(context, obj)
             context.add_output_metadata(frame_metadata(obj))
@@ -298,6 +312,8 @@ class ParquetFrameIOManager(dg.UPathIOManager):
         context.add_output_metadata(metadata)
 
     def load_input(self, context: dg.InputContext) -> Any:
+        # The step before has ended: what it freed goes back before this one reads.
+        release_free_memory()
         if not context.has_asset_key or not context.has_asset_partitions:
             return super().load_input(context)
         return {

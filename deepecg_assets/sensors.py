@@ -77,6 +77,10 @@ COMBINE_SELECTION = REFRESH_SELECTION - dg.AssetSelection.assets(*PER_DATASET_AS
 #: automation sensor's). ``deploy/dagster.yaml`` limits runs with it to one at a time, so
 #: two combines never run at once, whichever daemon thread requested them.
 COMBINES_TAG = "deepecg/combines"
+#: A tick that parsed at least this share of the cached runs saves the run cache for the
+#: discovery it requests (a new sweep); below it, saving the whole cache would cost the tick
+#: more than parsing those runs again costs discovery.
+SAVED_CACHE_PARSED_SHARE = 0.1
 #: Discovery materialisations searched for the state a partition was built from.
 BASELINE_HISTORY = 200
 #: Seconds between ticks, unless ``DEEPECG_SENSOR_INTERVAL`` says otherwise.
@@ -260,9 +264,11 @@ def new_runs_sensor(
         current = {key: by_dataset[dataset] for key, dataset in dataset_keys(by_dataset).items()}
     except ValueError as exc:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"cannot refresh: {exc}"))
-    if cache.misses or cache.damaged:
-        # Parsed runs are remembered, so the requested discovery does not parse them again;
-        # runs that no longer exist leave the cache, and a damaged file is written whole again.
+    if cache.damaged or cache.misses >= SAVED_CACHE_PARSED_SHARE * len(cache):
+        # Many parsed runs are remembered, so the requested discovery does not parse them
+        # again (a damaged file is written whole again). A few are not: the requested
+        # discovery parses them in milliseconds, while writing the whole cache costs the
+        # tick a second and a half at 100,000 runs, and discovery writes it anyway.
         cache.prune_unvisited()
         cache.save(output_folder.cache_file())
     registered = set(context.instance.get_dynamic_partitions(DATASET_PARTITIONS))

@@ -61,9 +61,11 @@ from pathlib import Path, PurePath
 from typing import Any
 
 __all__ = [
+    "READ_SLACK_BYTES",
     "REASON_DANGLING_LINK",
     "REASON_MISSING",
     "REASON_PERMISSION",
+    "SAFE_READ_FLAGS",
     "UnreadableFileError",
     "atomic_write_bytes",
     "atomic_write_frame",
@@ -328,15 +330,16 @@ def bounded_stem(name: str) -> str:
 
 # --- reading run-directory files ---------------------------------------------------------------
 
-#: Read-only, never blocking on a FIFO, not inherited by child processes.
-_READ_FLAGS = (
+#: Read-only, never blocking on a FIFO, not inherited by child processes (the flags of
+#: :func:`read_regular_file`, and of the report's columnar reads of run files).
+SAFE_READ_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NONBLOCK", 0)
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_BINARY", 0)
 )
 #: Bytes asked for beyond the file's size, so that one read normally reaches end-of-file.
-_READ_SLACK = 1024
+READ_SLACK_BYTES = 1024
 
 #: No entry at all under that name.
 REASON_MISSING = "missing"
@@ -435,7 +438,7 @@ def read_regular_file(
             system's own words for any other ``OSError``.
     """
     try:
-        descriptor = os.open(path, _READ_FLAGS)
+        descriptor = os.open(path, SAFE_READ_FLAGS)
     except OSError as exc:
         raise UnreadableFileError(path, _open_reason(path, exc)) from None
     except ValueError:  # an embedded NUL byte
@@ -448,7 +451,7 @@ def read_regular_file(
             raise UnreadableFileError(path, f"larger than {max_bytes} bytes")
         # Never ask for more than the file holds (plus slack): os.read allocates
         # the whole request up front, so asking for max_bytes would cost 64 MiB a file.
-        budget = info.st_size + _READ_SLACK
+        budget = info.st_size + READ_SLACK_BYTES
         if max_bytes is not None:
             budget = min(budget, max_bytes + 1)
         data = os.read(descriptor, budget)

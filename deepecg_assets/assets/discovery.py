@@ -7,7 +7,8 @@ the same rules everywhere, and the run cache makes a rescan cost one ``stat``
 per unchanged run's metrics file. The scan also saves the tree index the
 sensor keeps (:mod:`deepecgkit.rundir.tree_index`), and reads the last one:
 a run directory whose change time is the one recorded there is not listed
-again (one more ``stat`` instead of a listing). Every per-dataset asset
+again (one more ``stat`` instead of a listing); an index of this scan that
+records exactly what the last one does is not written again. Every per-dataset asset
 (:mod:`deepecg_assets.assets.datasets`) reads its dataset's rows of this frame.
 """
 
@@ -136,9 +137,10 @@ def discovered_runs(
         raise dg.Failure(description=str(exc)) from None
     recursive = run_roots.is_recursive()
     index_file = output_folder.tree_index_file()
-    index = TreeIndex.load(index_file)
-    known = None if index is None else index.known_listings(roots, recursive=recursive)
-    del index
+    # Kept to the end: in a refresh it is the sensor's index of this very tree, and an
+    # index of the scan that equals it need not be written again.
+    loaded = TreeIndex.load(index_file)
+    known = None if loaded is None else loaded.known_listings(roots, recursive=recursive)
     listing = ListingRecord()
     cache = RunCache.load(output_folder.cache_file())
     try:
@@ -158,9 +160,10 @@ def discovered_runs(
     pruned = cache.prune_unvisited()
     cache.save(output_folder.cache_file())
     _remove_legacy_cache(context, output_folder.legacy_cache_file())
-    _save_tree_index(
-        context, TreeIndex.from_discovery(listing, cache, recursive=recursive), index_file
-    )
+    index = TreeIndex.from_discovery(listing, cache, recursive=recursive)
+    if not index.same_as(loaded):
+        _save_tree_index(context, index, index_file)
+    del index, loaded
     try:
         keys = dataset_keys(frame["dataset"].tolist())
     except ValueError as exc:

@@ -44,6 +44,7 @@ from deepecgkit.analysis.constants import VERDICTS
 __all__ = [
     "CALIBRATION_METRIC",
     "SET_ASIDE_LABELS",
+    "SUMMARY_FLIP_COLUMNS",
     "BuildSummary",
     "CalibrationHeadline",
     "Reversal",
@@ -55,6 +56,19 @@ __all__ = [
     "verdict_census",
 ]
 
+#: The flip grid's columns :func:`build_summary` reads (the verdict census and the
+#: surviving reversals): at 100,000 runs the grid has 33 columns of 232,750 rows.
+SUMMARY_FLIP_COLUMNS = (
+    "model_a",
+    "model_b",
+    "dataset_1",
+    "dataset_2",
+    "mean_1",
+    "verdict",
+    "p_reversal",
+    "q_reversal",
+    "survives_fdr",
+)
 #: Reason key of the runs dropped for a minority averaging mode.
 AVERAGING_MINORITY = "averaging_minority"
 #: Reasons a run is set aside, in the order the summary lists them, with their wording.
@@ -246,7 +260,8 @@ def build_summary(
         reconciled_runs: the long frame the statistics use (``run_dir``,
             ``model``, ``dataset``).
         averaging_conflicts: what reconciliation dropped (``dropped_runs``).
-        flip_grid: the flip grid (``all_flip_tests`` columns).
+        flip_grid: the flip grid (``all_flip_tests`` columns; those of
+            :data:`SUMMARY_FLIP_COLUMNS` are enough).
         metric: the metric the flip grid compares.
         fdr_method: the adjustment of ``q_reversal`` (``"by"`` or ``"bh"``).
         include_legacy, include_failed: the discovery policy.

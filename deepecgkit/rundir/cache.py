@@ -67,9 +67,10 @@ from deepecgkit.io import (
     display_path,
     read_regular_file,
 )
+from deepecgkit.memory import release_free_memory
 from deepecgkit.rundir.format import METRICS_FILENAME, SPLIT_SIZE_KEYS
 from deepecgkit.rundir.listing import ListingRecord
-from deepecgkit.rundir.read import find_run_candidate_paths, read_runs
+from deepecgkit.rundir.read import find_run_candidate_paths, read_chunks, read_run, read_runs
 from deepecgkit.rundir.records import (
     RECORD_INT_FIELDS,
     EncodedRecord,
@@ -254,6 +255,34 @@ def _rows_table(rows: Sequence[tuple[str, int, int, dict[str, Any]]]) -> pa.Tabl
     return pa.table(columns, schema=CACHE_SCHEMA)
 
 
+#: The columns a reader's chunk task gives (:func:`_read_rows`): every one after the state.
+_VALUE_FIELDS = CACHE_SCHEMA.names[3:]
+
+
+def _read_rows(run_dirs: list[str]) -> pa.Table | list[RunRecord | UnreadableRun]:
+    """A reader's task: :func:`read_run` of each directory, as the values of its cache row.
+
+    One table (the :data:`_VALUE_FIELDS` columns of :data:`CACHE_SCHEMA`, a
+    row per directory) instead of a record per run: the per-run work of
+    :func:`_result_values` and :func:`_rows_table` is done where the run was
+    read (in a worker, when many), and one Arrow table is cheap to send
+    back. A chunk holding a value that cannot be stored (a reason that is
+    not UTF-8) comes back as its results, which the cache keeps one by one
+    as it keeps any parsed result.
+    """
+    results = [read_run(run_dir) for run_dir in run_dirs]
+    values = [_result_values(result) for result in results]
+    columns: dict[str, pa.Array] = {}
+    for field in _VALUE_FIELDS:
+        try:
+            columns[field] = pa.array(
+                [row.get(field) for row in values], CACHE_SCHEMA.field(field).type
+            )
+        except (UnicodeEncodeError, pa.ArrowException):
+            return results
+    return pa.table(columns)
+
+
 def _damage_in(table: pa.Table) -> str | None:
     """Why the rows of a loaded table cannot all be whole (None when they can).
 
@@ -427,6 +456,103 @@ class RunCache:
                 self._store(state, result)
         return parsed
 
+    def _keep_parsed(
+        self,
+        run_dirs: Sequence[str],
+        misses: Sequence[int],
+        states: Sequence[FileState | None],
+        workers: int | None,
+    ) -> tuple[np.ndarray, dict[int, dict[str, Any]]]:
+        """Parse the directories at ``misses`` (in parallel when many) and keep each result.
+
+        The workers give each chunk's rows as a table (:func:`_read_rows`),
+        appended to this cache's table as they are: no Python record per
+        parsed run in this process. A directory without a regular metrics
+        file is parsed (read_run says why it cannot be read) but not kept:
+        its row is appended without an entry naming it, so it is never saved.
+
+        Returns:
+            ``(places, values)``: each miss's row in the table now, or -1 for
+            a miss whose chunk came back as results (see :func:`_read_rows`),
+            whose row values are ``values[number]`` (its number in ``run_dirs``).
+        """
+        places = np.full(len(misses), -1, dtype=np.int64)
+        values: dict[int, dict[str, Any]] = {}
+        if not misses:
+            return places, values
+        chunks = read_chunks([run_dirs[number] for number in misses], _read_rows, workers=workers)
+        tables: list[pa.Table] = []
+        tabled: list[int] = []
+        start = 0
+        for chunk in chunks:
+            count = chunk.num_rows if isinstance(chunk, pa.Table) else len(chunk)
+            numbers = range(start, start + count)
+            start += count
+            if isinstance(chunk, pa.Table):
+                tables.append(chunk)
+                tabled += numbers
+                continue
+            for position, result in zip(numbers, chunk, strict=True):
+                number = misses[position]
+                state = states[number]
+                if state is None:
+                    values[number] = _result_values(result)
+                else:
+                    self._store(state, result)
+                    values[number] = self._fresh[-1][4]
+        if tables:
+            # One chunk (every take from the table would join 200 of them otherwise); the
+            # workers' tables are let go at once, so the rows are held once.
+            parsed = pa.concat_tables(tables).combine_chunks()
+            tables.clear()
+            chunks.clear()
+            first = self._append_rows(
+                [run_dirs[misses[position]] for position in tabled],
+                [states[misses[position]] for position in tabled],
+                parsed,
+            )
+            places[tabled] = np.arange(first, first + len(tabled))
+        return places, values
+
+    def _append_rows(
+        self, paths: list[str], states: list[FileState | None], values: pa.Table
+    ) -> int:
+        """Append rows (their :data:`_VALUE_FIELDS` ``values``) to the table; their first row.
+
+        Each row with a state becomes its directory's entry, stored under the
+        state seen *before* parsing (counted as a miss), as :meth:`_store`
+        keeps a result; a row without one is kept nameless. The entries of
+        parsed results kept beside the table move up by the rows added.
+        """
+        first, count = len(self._paths), len(paths)
+        mtimes = np.fromiter((0 if s is None else s.mtime_ns for s in states), np.int64, count)
+        sizes = np.fromiter((0 if s is None else s.size for s in states), np.int64, count)
+        columns: dict[str, Any] = {
+            "path": _path_array(paths),
+            "mtime_ns": pa.array(mtimes, pa.int64()),
+            "size": pa.array(sizes, pa.int64()),
+        }
+        columns.update((field, values.column(field)) for field in _VALUE_FIELDS)
+        added = pa.table(columns, schema=CACHE_SCHEMA)
+        table = pa.concat_tables(
+            [self._table, added.replace_schema_metadata(self._table.schema.metadata)]
+        )
+        for number, entry in enumerate(self._fresh):
+            if self._rows.get(entry[0]) == first + number:
+                self._rows[entry[0]] = first + count + number
+        self._table = table
+        self._mtime = np.concatenate([self._mtime, mtimes])
+        self._size = np.concatenate([self._size, sizes])
+        self._datasets += values.column("dataset").to_pylist()
+        self._paths += paths
+        rows = self._rows
+        for row, (path, state) in enumerate(zip(paths, states, strict=True), start=first):
+            if state is not None:
+                rows[path] = row
+                self.misses += 1
+                self._saved_file = None
+        return first
+
     def _results(self, run_dirs: Sequence[Any], workers: int | None, *, encoded: bool) -> list[Any]:
         """:meth:`read_many` (``encoded``: :meth:`read_encoded`) of the given directories."""
         texts = [os.fspath(run_dir) for run_dir in run_dirs]
@@ -495,15 +621,15 @@ class RunCache:
         rows, states = self._lookup(run_dirs)
         self.hits += int((rows >= 0).sum())
         misses = np.flatnonzero(rows < 0).tolist()
-        parsed = self._parse_misses(run_dirs, misses, states, workers)
+        # Entries kept beside the table give their row values; their rows move on an append.
         first = len(self._paths)
-        extra: dict[int, dict[str, Any]] = {}
-        for number, result in zip(misses, parsed, strict=True):
-            row = self._rows.get(run_dirs[number], -1) if states[number] is not None else -1
-            extra[number] = self._fresh[row - first][4] if row >= first else _result_values(result)
-        for number in np.flatnonzero(rows >= first).tolist():
-            extra[number] = self._fresh[int(rows[number]) - first][4]
-        table = np.flatnonzero((rows >= 0) & (rows < first))
+        fresh = np.flatnonzero(rows >= first)
+        extra = {number: self._fresh[int(rows[number]) - first][4] for number in fresh.tolist()}
+        rows[fresh] = -1
+        places, values = self._keep_parsed(run_dirs, misses, states, workers)
+        rows[misses] = places
+        extra.update(values)
+        table = np.flatnonzero(rows >= 0)
         fields = CACHE_SCHEMA.names[4:]
         reasons = np.full(len(run_dirs), None, dtype=object)
         reasons[table] = _object_array(self._table.column("reason").take(rows[table]).to_pylist())
@@ -513,14 +639,17 @@ class RunCache:
         # The reasons travel as Python text (one need not be UTF-8); the record fields of
         # the parsed runs are stored as the table stores them, then every row put in place.
         added = _rows_table([("", 0, 0, {**extra[n], "reason": None}) for n in others])
-        combined = pa.concat_tables(
-            [self._table.select(fields).take(rows[table]), added.select(fields)]
-        )
+        # One take of every row from the table and the added rows, each where it belongs.
+        kept = self._table.select(fields)
+        added = added.select(fields).replace_schema_metadata(kept.schema.metadata)
+        source = pa.concat_tables([kept, added])
+        del kept, added
         place = np.empty(len(run_dirs), dtype=np.int64)
-        place[np.concatenate([table, np.asarray(others, dtype=np.int64)])] = np.arange(
-            len(run_dirs)
-        )
-        combined = combined.take(pa.array(place, pa.int64()))
+        place[table] = rows[table]
+        place[np.asarray(others, dtype=np.int64)] = len(self._table) + np.arange(len(others))
+        combined = source.take(pa.array(place, pa.int64()))
+        del source
+        release_free_memory()  # the joined chunks of the take
         columns: dict[str, Any] = {field: combined.column(field) for field in fields}
         columns["reason"] = reasons
         return columns
@@ -534,7 +663,7 @@ class RunCache:
         """
         rows, states = self._lookup(run_dirs)
         misses = np.flatnonzero((rows < 0) & np.array([s is not None for s in states], bool))
-        self._parse_misses(run_dirs, misses.tolist(), states, None)
+        self._keep_parsed(run_dirs, misses.tolist(), states, None)
         runs: list[ScannedRun] = []
         for run_dir, state in zip(run_dirs, states, strict=True):
             row = None if state is None else self._rows.get(run_dir)
@@ -603,20 +732,25 @@ class RunCache:
         return before - len(self._rows)
 
     def _dataset_entries(self) -> dict[str, list[tuple[str, int, int]]]:
-        """The visited readable runs' ``(directory, mtime_ns, size)`` by dataset, both sorted."""
+        """The visited readable runs' ``(directory, mtime_ns, size)`` by dataset, both sorted.
+
+        Grouped first, then each group sorted by directory (directories are
+        unique, so this is the order of sorting the whole tuples): no
+        comparison of dataset names per pair of runs.
+        """
         visited = [path for path in self._visited if path in self._rows]
         _, mtimes, sizes, datasets = self._entries_of(visited)
-        readable = sorted(
-            (dataset, path, mtime, size)
-            for path, mtime, size, dataset in zip(visited, mtimes, sizes, datasets, strict=True)
-            if dataset is not None
-        )
+        numbers: dict[str, list[int]] = {}
+        for number, dataset in enumerate(datasets):
+            if dataset is not None:
+                group = numbers.get(dataset)
+                if group is None:
+                    numbers[dataset] = group = []
+                group.append(number)
         groups: dict[str, list[tuple[str, int, int]]] = {}
-        for dataset, path, mtime, size in readable:
-            group = groups.get(dataset)
-            if group is None:
-                groups[dataset] = group = []
-            group.append((path, mtime, size))
+        for dataset in sorted(numbers):
+            order = sorted(numbers[dataset], key=visited.__getitem__)
+            groups[dataset] = [(visited[n], mtimes[n], sizes[n]) for n in order]
         return groups
 
     def dataset_states(self) -> dict[str, tuple[FileState, ...]]:
@@ -658,8 +792,11 @@ class RunCache:
 
     # --- the file -------------------------------------------------------------------------------
 
-    def _current_table(self) -> pa.Table:
-        """Every entry as one table of :data:`CACHE_SCHEMA`, sorted by path.
+    def _current_table(self) -> tuple[pa.Table, pa.Array]:
+        """Every entry as one table of :data:`CACHE_SCHEMA`, and the order that sorts it by path.
+
+        The table is the cache's own rows where every one is current (no
+        copy); :meth:`save` takes the sorted rows a row group at a time.
 
         A parsed result whose values cannot be stored (a reason that is not
         UTF-8) is left out, logged: its run is parsed again next time.
@@ -683,8 +820,13 @@ class RunCache:
                     continue
                 kept.append(row)
             added = _rows_table(kept)
-        old = self._table.take(pa.array(sorted(table_rows), pa.int64()))
-        return pa.concat_tables([old, added]).sort_by("path")
+        if len(table_rows) == len(self._paths):  # every row (a cold scan's): no copy to take
+            old = self._table
+        else:
+            old = self._table.take(pa.array(sorted(table_rows), pa.int64()))
+        added = added.replace_schema_metadata(old.schema.metadata)
+        table = pa.concat_tables([old, added])
+        return table, pc.sort_indices(table, [("path", "ascending")])
 
     def _current_fresh(self) -> list[tuple[str, int, int, dict[str, Any]]]:
         """The parsed results that are still entries (not replaced, pruned or dropped)."""
@@ -715,13 +857,26 @@ class RunCache:
                 now = None
             if now is not None and (now.st_mtime_ns, now.st_size) == self._saved_file[1:]:
                 return target
+        # The header's length is fixed (a 64-digit checksum): the body is written after a
+        # placeholder and the header put in place, so the file is never copied whole.
         sink = io.BytesIO()
-        pq.write_table(self._current_table(), sink, row_group_size=PARQUET_ROW_GROUP_ROWS)
-        body = sink.getbuffer()
-        header = json.dumps({"format": CACHE_FORMAT_VERSION, "sha256": _checksum(body)})
-        data = b"".join((header.encode(), b"\n", body))
-        del body, sink
-        final = atomic_write_bytes(target, data)
+        sink.write(_header(_checksum(b"")))
+        table, order = self._current_table()
+        with pq.ParquetWriter(sink, table.schema) as writer:
+            for start in range(0, len(order), PARQUET_ROW_GROUP_ROWS):
+                rows = order[start : start + PARQUET_ROW_GROUP_ROWS]
+                writer.write_table(table.take(rows), row_group_size=PARQUET_ROW_GROUP_ROWS)
+        del table, order
+        # The row groups' sorted copies are gone: give their memory back before the write.
+        release_free_memory()
+        start = len(_header(_checksum(b"")))
+        with sink.getbuffer() as view:
+            checksum = _checksum(view[start:])
+        sink.seek(0)
+        sink.write(_header(checksum))
+        with sink.getbuffer() as data:  # bytes-like: written as it is, not copied to bytes
+            final = atomic_write_bytes(target, data)  # type: ignore[arg-type]
+        del sink
         info = os.stat(final)
         self._saved_file = (target, info.st_mtime_ns, info.st_size)
         return final
@@ -785,8 +940,9 @@ class RunCache:
         return self
 
 
-#: Rows per Parquet row group of a saved cache (one group up to 100,000 runs).
-PARQUET_ROW_GROUP_ROWS = 1 << 17
+#: Rows per Parquet row group of a saved cache. The save sorts a row group's rows at a
+#: time (a copy of 16,384 rows at once, not of all 100,000: the step's peak memory).
+PARQUET_ROW_GROUP_ROWS = 1 << 14
 
 
 def _encoded_result(result: RunRecord | EncodedRecord | UnreadableRun) -> Any:
@@ -819,6 +975,11 @@ class TreeState:
     entries: tuple[FileState, ...]
     pending: tuple[str, ...]
     digest: str
+
+
+def _header(checksum: str) -> bytes:
+    """A saved cache's first line, its line break included."""
+    return json.dumps({"format": CACHE_FORMAT_VERSION, "sha256": checksum}).encode() + b"\n"
 
 
 def _checksum(body: bytes | memoryview) -> str:

@@ -59,6 +59,7 @@ from deepecgkit.io import (
     display_path,
     read_regular_file,
 )
+from deepecgkit.memory import release_free_memory
 from deepecgkit.progress import logged_progress
 from deepecgkit.rundir._predictions import (
     parse_predictions,
@@ -129,6 +130,7 @@ __all__ = [
     "is_run_directory",
     "parse_predictions",
     "predictions_path",
+    "read_chunks",
     "read_metadata",
     "read_predictions",
     "read_predictions_file",
@@ -851,11 +853,7 @@ def _read_chunk(run_dirs: list[str]) -> list[tuple[bool, tuple]]:
     back would cost more to pickle than the rest of the record. Each item
     is ``(readable, fields after run_dir)``.
     """
-    results = []
-    for run_dir in run_dirs:
-        result = read_run(run_dir)
-        results.append((isinstance(result, RunRecord), tuple(result)[1:]))
-    return results
+    return [_item_here(run_dir) for run_dir in run_dirs]
 
 
 def _rebuild(run_dir: Path, readable: bool, fields: tuple) -> RunRecord | UnreadableRun:
@@ -876,6 +874,54 @@ def _start_method() -> str:
     return "spawn"
 
 
+def _item_here(run_dir: str) -> tuple[bool, tuple]:
+    """:func:`_read_chunk`'s item of one directory, read in this process."""
+    result = read_run(run_dir)
+    return isinstance(result, RunRecord), tuple(result)[1:]
+
+
+def _map_chunks(
+    texts: Sequence[str],
+    task: Callable[[list[str]], Any],
+    here: Callable[[list[str]], Any],
+    workers: int,
+    method: str,
+) -> list[Any] | None:
+    """``task`` of each chunk of :data:`PARALLEL_CHUNK_RUNS` directories, in ``workers`` processes.
+
+    A chunk whose worker failed (a worker killed) is done by ``here`` in
+    this process instead, so a run is never lost to the parallelism. None
+    when no pool can start (the caller then works in this process).
+    """
+    bounds = range(0, len(texts), PARALLEL_CHUNK_RUNS)
+    chunks = [list(texts[start : start + PARALLEL_CHUNK_RUNS]) for start in bounds]
+    context = multiprocessing.get_context(method)
+    try:
+        pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=context)
+        futures = [pool.submit(task, chunk) for chunk in chunks]
+    except Exception as exc:  # no workers here (a daemon process...): read serially
+        logger.info("cannot start %d reader processes (%s); reading in this process", workers, exc)
+        return None
+    done: list[Any] = []
+    with pool:
+        progress = logged_progress(
+            zip(chunks, futures, strict=True),
+            total=len(chunks),
+            what=f"batches of {PARALLEL_CHUNK_RUNS} run directories read",
+            logger=logger,
+            min_total=1,
+        )
+        for chunk, future in progress:
+            try:
+                done.append(future.result())
+            except Exception as exc:  # the runs are read here instead
+                logger.warning(
+                    "a reader process failed (%s); reading its runs in this process", exc
+                )
+                done.append(here(chunk))
+    return done
+
+
 def _read_in_workers(
     run_dirs: Sequence[Path], workers: int, method: str
 ) -> list[RunRecord | UnreadableRun]:
@@ -886,36 +932,70 @@ def _read_in_workers(
     parallelism: the results are those of the serial path.
     """
     texts = [os.fspath(run_dir) for run_dir in run_dirs]
-    bounds = range(0, len(texts), PARALLEL_CHUNK_RUNS)
-    chunks = [texts[start : start + PARALLEL_CHUNK_RUNS] for start in bounds]
-    context = multiprocessing.get_context(method)
-    results: list[RunRecord | UnreadableRun] = []
-    try:
-        pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=context)
-        futures = [pool.submit(_read_chunk, chunk) for chunk in chunks]
-    except Exception as exc:  # no workers here (a daemon process...): read serially
-        logger.info("cannot start %d reader processes (%s); reading in this process", workers, exc)
+    done = _map_chunks(texts, _read_chunk, _chunk_here, workers, method)
+    if done is None:
         return [read_run(run_dir) for run_dir in run_dirs]
-    with pool:
-        progress = logged_progress(
-            zip(bounds, futures, strict=True),
-            total=len(chunks),
-            what=f"batches of {PARALLEL_CHUNK_RUNS} run directories read",
-            logger=logger,
-            min_total=1,
-        )
-        for start, future in progress:
-            batch = run_dirs[start : start + PARALLEL_CHUNK_RUNS]
-            try:
-                items = future.result()
-            except Exception as exc:  # the runs are read here instead
-                logger.warning(
-                    "a reader process failed (%s); reading its runs in this process", exc
-                )
-                results += [read_run(run_dir) for run_dir in batch]
-                continue
-            results += [_rebuild(d, *item) for d, item in zip(batch, items, strict=True)]
+    results: list[RunRecord | UnreadableRun] = []
+    for start, items in zip(range(0, len(texts), PARALLEL_CHUNK_RUNS), done, strict=True):
+        batch = run_dirs[start : start + PARALLEL_CHUNK_RUNS]
+        results += [_rebuild(d, *item) for d, item in zip(batch, items, strict=True)]
     return results
+
+
+def _chunk_here(run_dirs: list[str]) -> list[tuple[bool, tuple]]:
+    """:func:`_read_chunk` in this process (what a chunk whose worker failed gets)."""
+    return [_item_here(run_dir) for run_dir in run_dirs]
+
+
+def _parallel_workers(count: int, workers: int | None) -> tuple[int, str] | None:
+    """``(processes, start method)`` for reading ``count`` runs, or None to read them here.
+
+    The one rule of :func:`read_runs` and :func:`read_chunks`: workers only
+    for at least :data:`PARALLEL_MIN_RUNS` runs (:data:`SPAWN_MIN_RUNS` where
+    they must be spawned, see :func:`_start_method`), never from a daemonic
+    process (which may not start any), and never for ``workers`` below 2.
+    """
+    processes = available_cpus() if workers is None else workers
+    method = _start_method()
+    smallest = max(PARALLEL_MIN_RUNS, SPAWN_MIN_RUNS if method == "spawn" else 0)
+    if processes < 2 or count < smallest or multiprocessing.current_process().daemon:
+        return None
+    return processes, method
+
+
+def read_chunks(
+    run_dirs: Sequence[str],
+    task: Callable[[list[str]], Any],
+    *,
+    workers: int | None = None,
+) -> list[Any]:
+    """``task`` of each chunk of :data:`PARALLEL_CHUNK_RUNS` directories, in order.
+
+    What :func:`read_runs` does with :func:`read_run`, for a task that
+    reads a whole chunk and gives one picklable result for it (a table of
+    the chunk's runs, say): so that the per-run work of turning a record
+    into what the caller keeps is done in the workers too, and only one
+    object per chunk comes back. The same rule decides where it runs
+    (:func:`read_runs`' ``workers``); a chunk whose worker failed, and every
+    chunk when no pool can start, is done in this process by ``task``
+    itself. ``task`` must be a module-level function (spawned workers
+    import it by name) that never raises for a bad run.
+    """
+    texts = list(run_dirs)
+    plan = _parallel_workers(len(texts), workers)
+    done = None if plan is None else _map_chunks(texts, task, task, *plan)
+    if done is not None:
+        return done
+    bounds = range(0, len(texts), PARALLEL_CHUNK_RUNS)
+    progress = logged_progress(
+        bounds,
+        total=len(bounds),
+        what=f"batches of {PARALLEL_CHUNK_RUNS} run directories read",
+        logger=logger,
+        # As read_runs logs: nothing for fewer than PROGRESS_MIN_RUNS runs.
+        min_total=1 if len(texts) >= PROGRESS_MIN_RUNS else len(bounds) + 1,
+    )
+    return [task(texts[start : start + PARALLEL_CHUNK_RUNS]) for start in progress]
 
 
 def read_runs(
@@ -937,10 +1017,8 @@ def read_runs(
         parsing happens in the workers, and every bad run comes back as an
         :class:`UnreadableRun` with its reason, never as an exception.
     """
-    count = available_cpus() if workers is None else workers
-    method = _start_method()
-    smallest = max(PARALLEL_MIN_RUNS, SPAWN_MIN_RUNS if method == "spawn" else 0)
-    if count < 2 or len(run_dirs) < smallest or multiprocessing.current_process().daemon:
+    plan = _parallel_workers(len(run_dirs), workers)
+    if plan is None:
         progress = logged_progress(
             run_dirs,
             total=len(run_dirs),
@@ -949,7 +1027,7 @@ def read_runs(
             min_total=PROGRESS_MIN_RUNS,
         )
         return [read_run(run_dir) for run_dir in progress]
-    return _read_in_workers(run_dirs, count, method)
+    return _read_in_workers(run_dirs, *plan)
 
 
 def _batch_reader(reader: object) -> BatchReader | None:
@@ -1148,7 +1226,11 @@ def discover_run_frame(
     policy = (on_duplicate, include_failed, include_legacy)
     if isinstance(cache, ColumnReader):
         columns = cache.candidate_columns(candidates, workers=workers)
-        return _select_columns(candidates, columns, diagnostics, policy), diagnostics
+        frame = _select_columns(candidates, columns, diagnostics, policy)
+        # Every candidate's columns (a copy of the cache's rows) go before the caller goes on.
+        del columns
+        release_free_memory()
+        return frame, diagnostics
     results = cache.read_encoded(candidates, workers=workers)
     return records_to_frame(_select_runs(candidates, results, diagnostics, policy)), diagnostics
 

@@ -144,36 +144,33 @@ def _long_frame(columns: dict[str, list[Any]], metrics: Sequence[dict[str, float
     :data:`RUN_FRAME_COLUMNS` except ``metric`` and ``value``: ``run_dir`` as
     text, split sizes and seeds as exact ints or None. Each record's row is
     repeated once per metric, in the metrics' dict order.
+
+    The per-record frame is built first and its rows are then taken once per
+    metric: pandas decides each column's type (and converts text to its string
+    type) over one value per record, not over the 18 rows of each.
     """
     counts = np.fromiter(map(len, metrics), dtype=np.int64, count=len(metrics))
     rows = np.repeat(np.arange(len(metrics)), counts)
-
-    def repeat(values: list[Any], dtype: Any = object) -> np.ndarray:
-        return np.repeat(np.asarray(values, dtype=dtype), counts)
-
-    def repeat_ints(values: list[int | None]) -> Any:
-        return exact_int_array(values).take(rows)
-
-    total = int(counts.sum())
-    return pd.DataFrame(
+    per_record = pd.DataFrame(
         {
-            "run_dir": repeat(columns["run_dir"]),
-            "model": repeat(columns["model"]),
-            "dataset": repeat(columns["dataset"]),
-            "seed": repeat_ints(columns["seed"]),
-            "averaging": repeat(columns["averaging"]),
-            "multi_label": repeat(columns["multi_label"], dtype=bool),
-            **{key: repeat_ints(columns[key]) for key in SPLIT_SIZE_KEYS},
-            "metric": np.fromiter(
-                (name for values in metrics for name in values), dtype=object, count=total
-            ),
-            "value": np.fromiter(
-                (value for values in metrics for value in values.values()),
-                dtype=np.float64,
-                count=total,
-            ),
+            "run_dir": np.asarray(columns["run_dir"], dtype=object),
+            "model": np.asarray(columns["model"], dtype=object),
+            "dataset": np.asarray(columns["dataset"], dtype=object),
+            "seed": exact_int_array(columns["seed"]),
+            "averaging": np.asarray(columns["averaging"], dtype=object),
+            "multi_label": np.asarray(columns["multi_label"], dtype=bool),
+            **{key: exact_int_array(columns[key]) for key in SPLIT_SIZE_KEYS},
         }
     )
+    total = int(counts.sum())
+    frame = per_record.take(rows).reset_index(drop=True)
+    frame["metric"] = np.fromiter(
+        (name for values in metrics for name in values), dtype=object, count=total
+    )
+    frame["value"] = np.fromiter(
+        (value for values in metrics for value in values.values()), dtype=np.float64, count=total
+    )
+    return frame
 
 
 def runs_to_frame(records: Sequence[RunRecord]) -> pd.DataFrame:

@@ -267,6 +267,16 @@ class TreeIndex:
             listing, state, runs, recursive=recursive, safety_window_ns=safety_window_ns
         )
 
+    def same_as(self, other: TreeIndex | None) -> bool:
+        """Whether ``other`` records exactly what this index records (its file would be equal).
+
+        The discovery asset builds the index of its scan and compares it with
+        the one it loaded (the sensor's, of the same tree, in a refresh):
+        when they are equal the saved file already says it, and is not written
+        again.
+        """
+        return other is not None and self._fields == other._fields
+
     def known_listings(
         self, roots: Sequence[Path | str] | Path | str, *, recursive: bool
     ) -> dict[str, tuple[int, bool]]:

@@ -31,8 +31,10 @@ memo with the same outcome, the same memo and no file read:
 So an unchanged run costs one ``stat`` per file the memo recorded (three on
 the scale corpora) and the directory's ``lstat``, which the run id needed
 anyway: nothing else. Every other run (no memo, anything changed, a
-predictions file, a link) takes the per-run road, unchanged; the two
-roads' runs are merged in ``run_id`` order by the report. A recalled run's
+predictions file, a link) is read: as columns where it is a plain run
+without predictions (:mod:`~deepecgkit.statistical_report.fresh_read`),
+else by the per-run road, unchanged; the roads' runs are merged in
+``run_id`` order by the report. A recalled run's
 checks are those of the contract in order: it is readable (its memo was
 made from files that were), then excluded by check 2 (``failed_run``, with
 the metadata's ``error`` in its detail) or check 3 (``no_predictions``);
@@ -48,14 +50,17 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from deepecgkit.rundir.format import METRICS_FILENAME
+from deepecgkit.rundir.read import available_cpus
 from deepecgkit.rundir.records import RunRecord
 from deepecgkit.statistical_report.identity import (
     FAILED_RUN,
@@ -67,7 +72,14 @@ from deepecgkit.statistical_report.identity import (
 )
 from deepecgkit.statistical_report.memo_table import DIRECTORY, MemoRows
 
-__all__ = ["Recalled", "RunColumns", "recall_unchanged", "record_columns", "run_columns"]
+__all__ = [
+    "RUN_COLUMNS_READ",
+    "Recalled",
+    "RunColumns",
+    "recall_unchanged",
+    "record_columns",
+    "run_columns",
+]
 
 #: The stat fields a signature compares, in the memo table's order.
 _SIGNATURE_FIELDS = ("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns", "st_dev")
@@ -75,6 +87,8 @@ _SIGNATURE_FIELDS = ("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns", "st_dev"
 _FIELD_TYPES = (np.uint64, np.int64, np.uint64, np.int64, np.uint64)
 #: Paths stat-ed per call of the C-level ``map`` (a failure re-does only its batch one by one).
 _STAT_BATCH = 4096
+#: Threads that ``stat`` batches at most (the calls wait on the file system, not a CPU).
+_STAT_THREADS = 4
 #: The bits of ``st_mode`` that give the file type (what ``stat.S_IFMT`` keeps).
 _FILE_TYPE_BITS = stat.S_IFMT(0o177777)
 _NO_PREDICTIONS_DETAIL = "neither predictions.csv nor predictions.txt"
@@ -118,11 +132,16 @@ class RunColumns:
         ]
 
 
+#: The columns of a records frame :func:`run_columns` reads (a reader may read only these).
+RUN_COLUMNS_READ = ("run_dir", "model", "dataset", "seed", "returncode", "mtime")
+
+
 def run_columns(frame: pd.DataFrame) -> RunColumns:
     """The :class:`RunColumns` of a records frame (``records_to_frame``'s layout).
 
     The same values :func:`~deepecgkit.statistical_report.identity.run_facts`
-    gives, a column each instead of a tuple per run.
+    gives, a column each instead of a tuple per run. Only the columns of
+    :data:`RUN_COLUMNS_READ` are read.
     """
     texts = [_text_column(frame[name]) for name in ("run_dir", "model", "dataset")]
     seeds, returncodes = (_int_column(frame[name]) for name in ("seed", "returncode"))
@@ -173,48 +192,89 @@ class Recalled:
         return cls(empty, empty, [], [], [], [], [], {name: [] for name in HASHED_FILES})
 
 
-def _stats(paths: list[str]) -> list[os.stat_result | None]:
-    """``os.stat`` of each path (following links), None where it fails.
+class _Stats(NamedTuple):
+    """``stat`` results of many paths as arrays (a few bytes a value, no object per path).
 
-    A batch at a time by the C-level ``map``; a batch in which a call fails is
-    done again path by path (a changed or broken run is rare).
+    ``found`` marks the paths whose ``stat`` succeeded; ``modes``, the five
+    signature ``fields`` (in the memo table's order and types) and
+    ``mtimes`` (float ``st_mtime``) are 0 where it failed.
     """
-    found: list[os.stat_result | None] = []
-    for start in range(0, len(paths), _STAT_BATCH):
-        batch = paths[start : start + _STAT_BATCH]
-        try:
-            found.extend(map(os.stat, batch))
-        except (OSError, ValueError):
-            for path in batch:
-                try:
-                    found.append(os.stat(path))
-                except (OSError, ValueError):
-                    found.append(None)
-    return found
+
+    found: np.ndarray
+    modes: np.ndarray
+    fields: list[np.ndarray]
+    mtimes: np.ndarray
 
 
-def _matches(
-    infos: list[os.stat_result | None],
-    fields: list[np.ndarray],
-    *,
-    kind: int,
-) -> np.ndarray:
-    """``(n,)`` mask: the stat result is of file type ``kind`` and has the five ``fields``."""
+def _stat_arrays(infos: list[os.stat_result | None]) -> _Stats | None:
+    """The arrays of ``stat`` results (None: a field beyond 64 bits, which no memo holds)."""
     present = [info for info in infos if info is not None]
     found = np.fromiter((info is not None for info in infos), dtype=bool, count=len(infos))
-    same = np.zeros(len(infos), dtype=bool)
-    if not present:
-        return same
-    modes = np.fromiter(map(attrgetter("st_mode"), present), dtype=np.int64, count=len(present))
-    equal = (modes & _FILE_TYPE_BITS) == kind
+
+    def spread(name: str, kind: type) -> np.ndarray:
+        values = np.zeros(len(infos), dtype=kind)
+        values[found] = np.fromiter(map(attrgetter(name), present), dtype=kind, count=len(present))
+        return values
+
     try:
-        for name, kind_of, recorded in zip(_SIGNATURE_FIELDS, _FIELD_TYPES, fields, strict=True):
-            values = np.fromiter(map(attrgetter(name), present), dtype=kind_of, count=len(present))
-            equal &= values == recorded[found]
-    except OverflowError:  # a stat field beyond 64 bits: the memo table holds none such
-        return same
-    same[found] = equal
-    return same
+        kinds = zip(_SIGNATURE_FIELDS, _FIELD_TYPES, strict=True)
+        fields = [spread(name, kind) for name, kind in kinds]
+    except OverflowError:
+        return None
+    return _Stats(found, spread("st_mode", np.int64), fields, spread("st_mtime", np.float64))
+
+
+def _stat_batch(batch: list[str]) -> _Stats | None:
+    """:func:`_stat_arrays` of ``os.stat`` of each path of one batch (see :func:`_stats`)."""
+    try:
+        infos: list[os.stat_result | None] = list(map(os.stat, batch))
+    except (OSError, ValueError):
+        infos = []
+        for path in batch:
+            try:
+                infos.append(os.stat(path))
+            except (OSError, ValueError):
+                infos.append(None)
+    return _stat_arrays(infos)
+
+
+def _stats(paths: list[str]) -> _Stats | None:
+    """``os.stat`` of each path (following links), as arrays; None on a field beyond 64 bits.
+
+    A batch at a time by the C-level ``map``; a batch in which a call fails is
+    done again path by path (a changed or broken run is rare). Many batches
+    go to a few threads: ``stat`` releases the interpreter lock, so the
+    calls (most of an unchanged run's cost) overlap. Each batch's results
+    become arrays at once, so no more than a batch of ``stat_result``
+    objects (about 1 KB each) is alive per thread.
+    """
+    batches = [paths[start : start + _STAT_BATCH] for start in range(0, len(paths), _STAT_BATCH)]
+    workers = min(available_cpus(), _STAT_THREADS, len(batches))
+    if workers < 2:
+        parts = [_stat_batch(batch) for batch in batches]
+    else:
+        with ThreadPoolExecutor(workers, thread_name_prefix="report-stat") as pool:
+            parts = list(pool.map(_stat_batch, batches))
+    if any(part is None for part in parts):
+        return None
+    if not parts:
+        return _stat_arrays([])
+    return _Stats(
+        np.concatenate([part.found for part in parts]),
+        np.concatenate([part.modes for part in parts]),
+        [np.concatenate([part.fields[i] for part in parts]) for i in range(len(_SIGNATURE_FIELDS))],
+        np.concatenate([part.mtimes for part in parts]),
+    )
+
+
+def _matches(found: _Stats | None, fields: list[np.ndarray], *, kind: int) -> np.ndarray:
+    """``(n,)`` mask: the stat result is of file type ``kind`` and has the five ``fields``."""
+    if found is None:  # a stat field beyond 64 bits: the memo table holds none such
+        return np.zeros(len(fields[0]), dtype=bool)
+    equal = found.found & ((found.modes & _FILE_TYPE_BITS) == kind)
+    for values, recorded in zip(found.fields, fields, strict=True):
+        equal &= values == recorded
+    return equal
 
 
 def recall_unchanged(
@@ -243,18 +303,19 @@ def recall_unchanged(
     predictions = memos.texts("predictions", rows[chosen])
     chosen = chosen[np.fromiter((p is None for p in predictions), dtype=bool, count=len(chosen))]
     recorded, fields = memos.signature(DIRECTORY, rows[chosen])
-    same = _matches([directories[p] for p in chosen], fields, kind=stat.S_IFDIR)
+    same = _matches(_stat_arrays([directories[p] for p in chosen]), fields, kind=stat.S_IFDIR)
     chosen = chosen[recorded & same]
     mtimes = np.zeros(0)
     for name in HASHED_FILES:
         hashed = memos.hashed(name, rows[chosen])
         _, fields = memos.signature(name, rows[chosen][hashed])
         paths = [f"{run_dirs[p]}{os.sep}{name}" for p in chosen[hashed]]
-        infos = _stats(paths)
+        found = _stats(paths)
+        del paths
         keep = np.ones(len(chosen), dtype=bool)
-        keep[hashed] = _matches(infos, fields, kind=stat.S_IFREG)
+        keep[hashed] = _matches(found, fields, kind=stat.S_IFREG)
         if name == METRICS_FILENAME:  # every chosen run records it
-            mtimes = np.array([0.0 if i is None else i.st_mtime for i in infos], dtype=np.float64)
+            mtimes = np.zeros(len(chosen)) if found is None else found.mtimes
         mtimes = mtimes[keep]
         chosen = chosen[keep]
     return _recalled(chosen, rows[chosen], mtimes, memos, records)

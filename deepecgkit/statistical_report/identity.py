@@ -48,7 +48,10 @@ file the memo recorded, to see an edit in place, and the directory's
 ``lstat``, to see a new entry such as a predictions file; its docstring says
 why neither can be spared). Those runs are excluded (check 2 or 3) exactly
 as here, without a :class:`RunInput`; their fingerprints are handed to
-:func:`assess_runs` for check 9 (``recalled``).
+:func:`assess_runs` for check 9 (``recalled``). On a first build (or for a
+run whose memo does not hold), :mod:`~deepecgkit.statistical_report.fresh_read`
+reads the plain runs without predictions the same way, as columns, and hands
+every other run to this road.
 
 The module reads run directories and never modifies them.
 """
@@ -863,8 +866,19 @@ def assess_runs(
         else:
             run.exclude(reasons[0][0], "; ".join(f"{code}: {text}" for code, text in reasons))
     _resolve_duplicates(runs)
+    debug = logger.isEnabledFor(logging.DEBUG)
     for run in runs:
         run.frame = None
-        if run.excluded:
-            logger.info("excluded %s: %s (%s)", run.run_id, run.reason, run.detail)
+        if run.excluded and debug:
+            logger.debug("excluded %s: %s (%s)", run.run_id, run.reason, run.detail)
+    excluded = Counter(run.reason for run in runs if run.excluded)
+    if excluded:
+        # One record for all (100,000 records cost seconds, and Dagster keeps each one);
+        # exclusions.csv names every run and its detail.
+        logger.info(
+            "%d of %d runs read one by one excluded: %s",
+            sum(excluded.values()),
+            len(runs),
+            dict(sorted(excluded.items())),
+        )
     return runs

@@ -340,8 +340,10 @@ def _write(value: Any, depth: int, parts: list[str], *, ensure_ascii: bool) -> N
     parts.append("\n" + INDENT * depth + closing)
 
 
-def indented_json(value: Any, *, ensure_ascii: bool = True) -> str:
-    """``json.dumps(value, indent=2, ensure_ascii=ensure_ascii, allow_nan=False)``.
+def indented_json(value: Any, *, ensure_ascii: bool = True, end: str = "") -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=ensure_ascii, allow_nan=False) + end``.
+
+    ``end`` is joined with the rest (a text of 50 MB is not copied to add a newline).
 
     Keys keep their order; NaN and infinities raise ``ValueError`` and values
     JSON cannot represent ``TypeError``, as :func:`json.dumps` does (a
@@ -350,4 +352,5 @@ def indented_json(value: Any, *, ensure_ascii: bool = True) -> str:
     """
     parts: list[str] = []
     _write(value, 0, parts, ensure_ascii=ensure_ascii)
+    parts.append(end)
     return "".join(parts)

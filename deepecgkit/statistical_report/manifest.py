@@ -263,9 +263,8 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     entries are not copied to learn that nothing needed converting.
     """
     try:
-        text = indented_json(manifest, ensure_ascii=False)
+        text = indented_json(manifest, ensure_ascii=False, end="\n")
     except (TypeError, ValueError):
-        text = indented_json(json_ready(manifest), ensure_ascii=False)
-    data = text.encode("utf-8")
-    del text  # (100,000 runs: 50 MB; the text and its bytes, not a third copy besides)
-    return data + b"\n"
+        text = indented_json(json_ready(manifest), ensure_ascii=False, end="\n")
+    # (100,000 runs: 50 MB; the text and its bytes, not a third copy for the newline)
+    return text.encode("utf-8")

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["DIRECTORY", "MemoRows", "memos_from_table", "memos_table"]
+__all__ = ["DIRECTORY", "MemoRows", "fresh_memos_table", "memos_from_table", "memos_table"]
 
 DIRECTORY = ":directory"
 #: The stat fields of a signature, in its order, with their column types.
@@ -145,6 +145,67 @@ def memos_table(memos: Mapping[str, Any], *, names: Sequence[str]) -> tuple[pa.T
         # A stat field beyond 64 bits somewhere: no memo is kept (every run is read next time).
         return pa.Table.from_pylist([], schema=schema), len(memos)
     return pa.Table.from_arrays(arrays, schema=schema), len(memos) - len(run_dirs)
+
+
+def fresh_memos_table(
+    run_dirs: Sequence[str],
+    directories: Sequence[Any],
+    files: Mapping[str, tuple[Sequence[str], Sequence[Any]]],
+    *,
+    names: Sequence[str],
+    model: Sequence[str],
+    dataset: Sequence[str],
+    seed: Sequence[int | None],
+    returncode: Sequence[int | None],
+    metadata: Sequence[Any],
+    split_info: Sequence[Any],
+) -> pa.Table | None:
+    """The memo table of runs read now without predictions, from columns; None on overflow.
+
+    The rows :func:`memos_table` makes of the memos
+    :func:`~deepecgkit.statistical_report.file_memo.memo_entry` would give
+    these runs, sorted by run directory, without a memo object per run:
+    ``directories`` (the five signature fields, a sequence each, in the
+    signature's order) and the ``files`` (name -> each run's SHA-256 and its
+    five signature fields) give the signatures; every name of ``names`` not in
+    ``files`` is recorded absent, and ``predictions`` is null. None when a
+    stat field does not fit its column (no memo is kept, as
+    :func:`memos_table` does).
+    """
+    count = len(run_dirs)
+    schema = _schema(names)
+    arrays = [pa.array(run_dirs, type=pa.string())]
+    try:
+        arrays.extend(
+            pa.array(values, kind)
+            for values, (_, kind) in zip(directories, _SIGNATURE_FIELDS, strict=True)
+        )
+        for name in names:
+            if name in files:
+                hashes, fields = files[name]
+                arrays.append(pa.array(hashes, pa.string()))
+                arrays.extend(
+                    pa.array(values, kind)
+                    for values, (_, kind) in zip(fields, _SIGNATURE_FIELDS, strict=True)
+                )
+            else:
+                arrays.append(pa.nulls(count, pa.string()))
+                arrays.extend(pa.nulls(count, kind) for _, kind in _SIGNATURE_FIELDS)
+        facts: dict[str, pa.Array] = {
+            "model": pa.array(model, pa.string()),
+            "dataset": pa.array(dataset, pa.string()),
+            "predictions": pa.nulls(count, pa.string()),
+        }
+        for key, values in (("seed", seed), ("returncode", returncode)):
+            texts = [None if v is None else int.__repr__(v) for v in values]
+            facts[key] = pa.array(texts, pa.string())
+        for key, values in (("metadata", metadata), ("split_info", split_info)):
+            facts[key] = pa.array(_json_texts(list(values)), pa.string())
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    arrays.extend(facts[key] for key in _FACTS)
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    return table.take(pc.sort_indices(table["run_dir"]))  # Python's order of the code points
 
 
 def memos_from_table(table: pa.Table, *, names: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -69,6 +69,7 @@ from deepecgkit.io import (
     safe_name,
     short_hash,
 )
+from deepecgkit.memory import release_free_memory
 from deepecgkit.progress import logged_progress
 from deepecgkit.rundir.format import (
     METRICS_FILENAME,
@@ -84,6 +85,7 @@ from deepecgkit.statistical_report.frame_recall import (
     recall_unchanged,
     record_columns,
 )
+from deepecgkit.statistical_report.fresh_read import merge_recalled, read_fresh
 from deepecgkit.statistical_report.identity import (
     HASHED_FILES,
     STATUS_EXCLUDED,
@@ -398,6 +400,17 @@ def _identified(
     resolved_dirs = _resolved_paths(run_dirs, infos=infos)
     resolved_roots = resolved_dirs if roots is run_dirs else _resolved_paths(roots)
     base = Path(_common_path(resolved_roots))
+    inside = is_run_directory(base)
+    if inside:
+        base = base.parent
+    # Below the base, a resolved path's id is the rest of its text: both are
+    # normalised real paths, so the rest is already a POSIX relative path.
+    prefix = os.path.join(os.fspath(base), "")
+    cut = len(prefix)
+    if all(resolved.startswith(prefix) for resolved in resolved_dirs):
+        # (The usual case: no path needs the given roots' base, which would cost two
+        # passes over 100,000 texts.)
+        return _display_paths([resolved[cut:] for resolved in resolved_dirs]), resolved_dirs
     given = [os.fspath(root) for root in roots]
     if not _all_plain_absolute(given):
         given = [
@@ -405,12 +418,8 @@ def _identified(
             for text in given
         ]
     given_base = Path(_common_path(given))
-    if is_run_directory(base):
-        base, given_base = base.parent, given_base.parent
-    # Below the base, a resolved path's id is the rest of its text: both are
-    # normalised real paths, so the rest is already a POSIX relative path.
-    prefix = os.path.join(os.fspath(base), "")
-    cut = len(prefix)
+    if inside:
+        given_base = given_base.parent
     ids = []
     for directory, resolved in zip(run_dirs, resolved_dirs, strict=True):
         if resolved.startswith(prefix):
@@ -870,10 +879,29 @@ def _assessed(
     if isinstance(memos, MemoRows) and len(memos):
         recalled = recall_unchanged(paths, directories, memos=memos, records=columns)
         reuse.carry_memos(memos.table, np.unique(recalled.rows))
-    del directories
     others = np.ones(len(paths), dtype=bool)
     others[recalled.positions] = False
-    slow = np.flatnonzero(others).tolist()
+    slow = np.flatnonzero(others)
+    if len(recalled.positions):
+        logger.info(
+            "%d unchanged runs excluded as before without reading them: %s",
+            len(recalled.positions),
+            dict(sorted(Counter(recalled.reason).items())),
+        )
+    if columns is not None and len(slow):
+        fresh = read_fresh(paths, directories, slow.tolist(), records=columns)
+        if fresh.table is not None and fresh.table.num_rows:
+            reuse.carry_memos(fresh.table, np.arange(fresh.table.num_rows, dtype=np.int64))
+        if len(fresh.recalled.positions):
+            logger.info(
+                "%d runs without predictions read and excluded as columns: %s",
+                len(fresh.recalled.positions),
+                dict(sorted(Counter(fresh.recalled.reason).items())),
+            )
+        recalled = merge_recalled(recalled, fresh.recalled)
+        slow = fresh.others
+    del directories
+    slow = slow.tolist()
     runs = assess_runs(
         [(run_ids[p], paths[p]) for p in slow],
         allow_partial=allow_partial,
@@ -883,12 +911,6 @@ def _assessed(
         recalled=recalled.fingerprints,
     )
     reuse.keep_verdicts(runs)
-    if len(recalled.positions):
-        logger.info(
-            "%d unchanged runs excluded as before without reading them: %s",
-            len(recalled.positions),
-            dict(sorted(Counter(recalled.reason).items())),
-        )
     objects = dict(zip(slow, runs, strict=True))
     for index, run in enumerate(_unlisted_runs(naming, unlisted)):
         objects[len(paths) + index] = run
@@ -996,6 +1018,7 @@ def statistical_report(
         reuse = RowReuse(previous, settings, allow_partial=allow_partial)
         ordered = _assessed(naming, found, unlisted, previous, reuse, columns, allow_partial)
         runs = ordered.runs
+    release_free_memory()  # (the recall's column temporaries)
     if reference is not None and reference not in ordered.models():
         known = sorted({model for model in ordered.models() if model is not None})
         raise ComparisonError(
@@ -1057,6 +1080,10 @@ def statistical_report(
     anti_conservative = bool(frames["mcnemar.csv"]["anti_conservative"].any())
     with _collector_paused():  # (pandas work, which leaves cycles, is done above)
         reuse.kept.save(out_path / CACHE_FILENAME, bound_to)
+        # The memo tables, old and new (about 50 MB each at 100,000 runs), are saved and
+        # no longer needed: let them go before the manifest's text and bytes are made.
+        reuse.kept.release_memos()
+        previous.release_memos()
         manifest = build_manifest(
             roots=[root.resolve() for root in root_paths],
             settings={

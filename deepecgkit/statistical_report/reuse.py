@@ -73,6 +73,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deepecgkit.io import UnreadableFileError, atomic_write_bytes, json_ready, read_regular_file
+from deepecgkit.memory import release_free_memory
 from deepecgkit.rundir.format import PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME
 from deepecgkit.statistical_report.identity import (
     HASHED_FILES,
@@ -413,8 +414,9 @@ class ReportCache:
     (kept in ``report_memos.parquet`` beside the cache file): a loaded
     cache's are a :class:`~deepecgkit.statistical_report.memo_table.MemoRows`
     (built per run only when asked for), a new cache's are the memos made
-    now, and ``carried`` an earlier memo table and the rows of it kept as
-    they are (the memos of the runs recalled as columns), written beside them.
+    now, and ``carried`` memo tables and the rows of each kept as they are
+    (an earlier table's rows of the runs recalled as columns, the rows of the
+    runs read as columns now), written beside them.
     """
 
     runs: dict[str, Any] = field(default_factory=dict)
@@ -422,7 +424,7 @@ class ReportCache:
     figures: dict[str, Any] = field(default_factory=dict)
     contents: dict[str, Any] = field(default_factory=dict)
     files: Mapping[str, Any] = field(default_factory=dict)
-    carried: tuple[pa.Table, np.ndarray] | None = None
+    carried: list[tuple[pa.Table, np.ndarray]] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path, bound_to: Mapping[str, Any]) -> ReportCache:
@@ -460,6 +462,16 @@ class ReportCache:
             logger.warning("report cache %s is damaged; every run is computed again", path)
             return cls()
         return cls(*parts)
+
+    def release_memos(self) -> None:
+        """Drop the file memos and carried memo tables (once saved or used: memory).
+
+        Arrow's allocator keeps the memory of freed buffers for reuse; what
+        no buffer holds any more is handed back to the system, so the step's
+        peak (the manifest, written next) does not stand on the tables' too.
+        """
+        self.files, self.carried = {}, []
+        release_free_memory()
 
     def save(self, path: Path, bound_to: Mapping[str, Any]) -> Path:
         """Write the entries atomically (gzip-compressed JSON, keys sorted, no timestamp).
@@ -517,26 +529,37 @@ def _load_memos(path: Path, bound_to: Mapping[str, Any]) -> MemoRows:
         return none
 
 
-def _with_carried(table: pa.Table, source: pa.Table, rows: np.ndarray) -> pa.Table:
-    """``table``'s rows and ``source``'s ``rows`` in one table sorted by run directory.
+def _with_carried(table: pa.Table, sources: Sequence[tuple[pa.Table, np.ndarray]]) -> pa.Table:
+    """``table``'s rows and each source table's ``rows`` in one table sorted by run directory.
 
-    One ``take`` from the two tables side by side, so the earlier table's
-    rows are copied once (at 100,000 runs each copy of the table is about
-    60 MB); a source row whose run directory ``table`` holds is left out.
-    Arrow orders text by its UTF-8 bytes, which is Python's order of the code
-    points (a clean build's ``sorted``).
+    One ``take`` from the tables side by side, so an earlier table's rows
+    are copied once (at 100,000 runs each copy of the table is about 60 MB);
+    a source row whose run directory ``table`` holds is left out (the
+    sources' run directories are disjoint). Arrow orders text by its UTF-8
+    bytes, which is Python's order of the code points (a clean build's ``sorted``).
     """
-    source = source.replace_schema_metadata(None)
     table = table.replace_schema_metadata(None)
-    if table.num_rows:
-        replaced = pc.is_in(source["run_dir"].take(pa.array(rows, pa.int64())), table["run_dir"])
-        rows = rows[~np.asarray(replaced, dtype=bool)]
-    combined = pa.concat_tables([source, table])
-    indices = np.concatenate([rows, source.num_rows + np.arange(table.num_rows, dtype=np.int64)])
-    if table.num_rows == 0 and np.array_equal(indices, np.arange(source.num_rows)):
-        return source.combine_chunks()  # every earlier row, in its order: nothing to take
-    keys = combined["run_dir"].take(pa.array(indices, pa.int64()))
-    order = indices[np.asarray(pc.sort_indices(keys))]
+    tables, indices, offset = [], [], 0
+    for source, rows in sources:
+        source = source.replace_schema_metadata(None)
+        if table.num_rows:
+            taken = source["run_dir"].take(pa.array(rows, pa.int64()))
+            rows = rows[~np.asarray(pc.is_in(taken, table["run_dir"]), dtype=bool)]
+        tables.append(source)
+        indices.append(offset + rows)
+        offset += source.num_rows
+    tables.append(table)
+    indices.append(offset + np.arange(table.num_rows, dtype=np.int64))
+    combined = pa.concat_tables(tables)
+    chosen = np.concatenate(indices).astype(np.int64)
+    if (
+        len(tables) == 2
+        and table.num_rows == 0
+        and np.array_equal(chosen, np.arange(tables[0].num_rows))
+    ):
+        return tables[0].combine_chunks()  # every earlier row, in its order: nothing to take
+    keys = combined["run_dir"].take(pa.array(chosen, pa.int64()))
+    order = chosen[np.asarray(pc.sort_indices(keys))]
     return combined.take(pa.array(order, pa.int64())).combine_chunks()
 
 
@@ -545,11 +568,11 @@ def _save_memos(
     memos: Mapping[str, Any],
     bound_to: Mapping[str, Any],
     *,
-    carried: tuple[pa.Table, np.ndarray] | None = None,
+    carried: Sequence[tuple[pa.Table, np.ndarray]] = (),
 ) -> Path:
     """Write the memo table atomically (Parquet, the environment in its schema metadata).
 
-    ``carried`` rows (of an earlier table, as they are) join the rows of
+    ``carried`` rows (of other tables, as they are) join the rows of
     ``memos``, sorted by run directory with them, so the file is the one a
     build that made every memo now writes. They are dropped when a memo of
     ``memos`` did not fit a column (then, as on a clean build, none is kept).
@@ -558,8 +581,9 @@ def _save_memos(
     if left_out:
         logger.info("%d file memos not kept (they do not fit the memo table)", left_out)
     overflowed = table.num_rows == 0 and left_out and left_out == len(memos)
-    if carried is not None and len(carried[1]) and not overflowed:
-        table = _with_carried(table, *carried)
+    carried = [(source, rows) for source, rows in carried if len(rows)]
+    if carried and not overflowed:
+        table = _with_carried(table, carried)
     table = table.replace_schema_metadata({_MEMOS_ENVIRONMENT_KEY: _environment_text(bound_to)})
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
@@ -589,8 +613,8 @@ class RowReuse:
         self.reused_pairs = self.computed_pairs = 0
 
     def carry_memos(self, memos: pa.Table, rows: np.ndarray) -> None:
-        """Keep ``rows`` of the previous memo table as they are (runs recalled as columns)."""
-        self.kept.carried = (memos, rows)
+        """Keep ``rows`` of a memo table as they are (runs recalled or read as columns)."""
+        self.kept.carried.append((memos, rows))
 
     def keep_verdicts(self, runs: Sequence[RunInput]) -> None:
         """Keep the predictions verdict and the file memo of every run that has one.

@@ -11,6 +11,7 @@ import pytest
 from deepecgkit.analysis.constants import VERDICTS
 from deepecgkit.analysis.summary import (
     LISTED_REVERSALS,
+    SUMMARY_FLIP_COLUMNS,
     build_summary,
     calibration_headline,
     format_summary,
@@ -136,6 +137,11 @@ def test_build_summary_counts_runs_names_and_verdicts() -> None:
     assert summary.datasets == ("brady", "pr", "rr") and summary.models == ("cnn", "lr", "res")
     assert summary.flip_tests == len(FLIPS)
     assert summary.report_included is None and summary.calibration is None
+
+
+def test_the_summary_reads_only_its_flip_grid_columns() -> None:
+    """What the build reads of the stored grid is enough: the summary is the same."""
+    assert _summary(flip_grid=FLIPS[list(SUMMARY_FLIP_COLUMNS)]) == _summary()
 
 
 def test_format_summary_shows_each_number_once_in_few_lines() -> None:

@@ -2,15 +2,15 @@
 
 import dagster as dg
 import pandas as pd
-from upath import UPath
 
-from deepecg_assets.checks import (
+from deepecg_assets.assets.analysis import (
     FLIP_GRID_CHECKS,
-    bimodal_cells,
-    flip_grid_checks,
-    no_bimodal_cells,
+    flips_nadeau_bengio_applied,
+    no_untestable_flips,
+    supported_flips_survive_fdr,
 )
-from deepecg_assets.parquet_frames import ParquetFrameIOManager
+from deepecg_assets.assets.datasets import DATASET_CHECKS, bimodal_cells, bimodal_cells_check
+from deepecg_assets.definitions import defs
 from deepecg_assets.resources import AnalysisSettings
 
 #: Eight seeds in two regimes 0.78 apart: a bimodal cell.
@@ -37,9 +37,7 @@ def test_bimodal_cells_of_each_partition_equal_those_of_the_joined_frame() -> No
     second = pd.concat([_runs("a_set", "m3", TWO_REGIMES), _runs("a_set", "m1", TWO_REGIMES)])
     partitions = {"k1": first.reset_index(drop=True), "k2": second.reset_index(drop=True)}
 
-    result = no_bimodal_cells(
-        aggregates={}, reconciled_runs=partitions, analysis=AnalysisSettings()
-    )
+    result = bimodal_cells_check(partitions, AnalysisSettings().metric)
 
     expected = bimodal_cells(pd.concat(partitions.values(), ignore_index=True), "f1")
     assert [(c["dataset"], c["model"]) for c in expected] == [
@@ -71,31 +69,42 @@ def _grid() -> pd.DataFrame:
     )
 
 
-@dg.asset(name="flip_grid")
-def small_flip_grid() -> pd.DataFrame:
-    return _grid()
+def test_the_flip_grid_checks_on_a_small_grid() -> None:
+    grid = _grid()
+    assert not no_untestable_flips(grid).passed
+    assert supported_flips_survive_fdr(grid).passed
+    uncorrected = flips_nadeau_bengio_applied(grid)
+    assert not uncorrected.passed
+    assert uncorrected.metadata["unavailable"].value == 1
+    assert uncorrected.metadata["rows"].value == ["a vs c on d1 -> d2"]
 
 
 def _evaluations(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
 
 
-def test_the_flip_grid_checks_run_together_or_one_alone(tmp_path) -> None:
-    resources = {"io_manager": ParquetFrameIOManager(base_path=UPath(tmp_path))}
-    every = dg.materialize([small_flip_grid, flip_grid_checks], resources=resources)
-    evaluations = _evaluations(every)
-    assert sorted(evaluations) == sorted(name for name, _, _ in FLIP_GRID_CHECKS)
-    assert not evaluations["no_untestable_flips"].passed
-    assert evaluations["supported_flips_survive_fdr"].passed
-    assert not evaluations["flips_nadeau_bengio_applied"].passed
-    assert evaluations["flips_nadeau_bengio_applied"].metadata["unavailable"].value == 1
-
-    alone = dg.materialize(
-        [small_flip_grid, flip_grid_checks],
-        resources=resources,
-        selection=dg.AssetSelection.checks(
-            dg.AssetCheckKey(dg.AssetKey("flip_grid"), "supported_flips_survive_fdr")
-        ),
+def test_flip_grid_evaluates_its_checks_with_it(built_platform, platform_copy) -> None:
+    """The grid's checks come with the grid: no step of their own reads it back."""
+    platform = platform_copy(built_platform)
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        instance=platform.instance, asset_selection=[dg.AssetKey("flip_grid")]
     )
-    assert alone.success
-    assert list(_evaluations(alone)) == ["supported_flips_survive_fdr"]
+    assert result.success
+    assert sorted(_evaluations(result)) == sorted(name for name, _, _ in FLIP_GRID_CHECKS)
+    assert {event.step_key for event in result.all_events if event.is_step_start} == {"flip_grid"}
+
+
+def test_the_dataset_step_evaluates_its_checks_with_its_frames(
+    built_platform, platform_copy
+) -> None:
+    """The per-dataset checks come with the step that computes the frames, per partition."""
+    platform = platform_copy(built_platform)
+    (key, *_) = platform.partitions()
+    result = platform.materialize(["aggregates"], partitions=[key])
+    assert result.success
+    evaluations = _evaluations(result)
+    assert sorted(evaluations) == sorted(spec.name for spec in DATASET_CHECKS)
+    assert {event.step_key for event in result.all_events if event.is_step_start} == {
+        "dataset_analysis"
+    }

@@ -45,7 +45,7 @@ def build(platform) -> None:
     assert materialize_everything(platform.instance, verbose=False, stream=io.StringIO()).success
 
 
-def execute(platform, request: dg.RunRequest) -> None:
+def execute(platform, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
     job = defs.resolve_implicit_global_asset_job_def()
     result = job.execute_in_process(
         instance=platform.instance,
@@ -54,6 +54,7 @@ def execute(platform, request: dg.RunRequest) -> None:
         tags=request.tags,
     )
     assert result.success
+    return result
 
 
 def test_first_tick_on_a_fresh_instance_adds_every_dataset(platform) -> None:
@@ -95,6 +96,33 @@ def test_adding_one_run_refreshes_its_dataset_and_the_combines_in_one_run(platfo
     assert not tick(platform, result.cursor).run_requests
     execute(platform, request)
     assert not tick(platform, None).run_requests, "the instance now says afib is current"
+
+
+def _parsed_by_discovery(platform, request: dg.RunRequest) -> int:
+    (event,) = execute(platform, request).asset_materializations_for_node("discovered_runs")
+    return event.metadata["runs_parsed"].value
+
+
+def test_a_tick_saves_the_run_cache_only_for_many_parsed_runs(platform) -> None:
+    """One new run: the tick leaves the cache file alone (discovery parses the run); a new
+    sweep of at least SAVED_CACHE_PARSED_SHARE of the runs: the tick saves what it parsed."""
+    build(platform)
+    cache_file = OutputFolderResource().cache_file()
+    cursor = tick(platform, None).cursor
+    saved = cache_file.read_bytes()
+    add_run(platform, "cnn_afib_seed11", 11)
+    result = tick(platform, cursor)
+    assert cache_file.read_bytes() == saved, "one parsed run: the 60-run cache is not rewritten"
+    (request,) = result.run_requests
+    assert _parsed_by_discovery(platform, request) == 1
+
+    saved = cache_file.read_bytes()
+    sweep = range(20, 20 + int(sensors.SAVED_CACHE_PARSED_SHARE * 61) + 1)
+    for seed in sweep:
+        add_run(platform, f"cnn_afib_seed{seed}", seed)
+    (request,) = tick(platform, result.cursor).run_requests
+    assert cache_file.read_bytes() != saved
+    assert _parsed_by_discovery(platform, request) == 0, "the tick's parsed runs were saved"
 
 
 def test_a_no_change_tick_is_answered_from_the_tree_index(platform, monkeypatch) -> None:
