@@ -853,6 +853,15 @@ def _read_chunk(run_dirs: list[str]) -> list[tuple[bool, tuple]]:
     back would cost more to pickle than the rest of the record. Each item
     is ``(readable, fields after run_dir)``.
     """
+    return _chunk_here(run_dirs)
+
+
+def _chunk_here(run_dirs: list[str]) -> list[tuple[bool, tuple]]:
+    """:func:`_read_chunk`'s result, read in this process: what a chunk whose worker failed gets.
+
+    A name of its own, not the worker's task: the parent's fallback never runs
+    whatever task a worker died running.
+    """
     return [_item_here(run_dir) for run_dir in run_dirs]
 
 
@@ -940,11 +949,6 @@ def _read_in_workers(
         batch = run_dirs[start : start + PARALLEL_CHUNK_RUNS]
         results += [_rebuild(d, *item) for d, item in zip(batch, items, strict=True)]
     return results
-
-
-def _chunk_here(run_dirs: list[str]) -> list[tuple[bool, tuple]]:
-    """:func:`_read_chunk` in this process (what a chunk whose worker failed gets)."""
-    return [_item_here(run_dir) for run_dir in run_dirs]
 
 
 def _parallel_workers(count: int, workers: int | None) -> tuple[int, str] | None:
