@@ -24,6 +24,7 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
+from deepecg_assets.assets.analysis import WARN_SEVERITY
 from deepecg_assets.assets.tables import compile_cache, results_table_stem, table_paths
 from deepecg_assets.assets.transfer import LISTED_CELLS, failed_cells
 from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
@@ -38,8 +39,6 @@ from deepecgkit.analysis.latex import (
     UNICODE_ENGINES,
     latex_engine,
 )
-
-_WARN = dg.AssetCheckSeverity.WARN
 
 
 @dg.asset_check(
@@ -129,7 +128,7 @@ def _compile_check(
     compiled = len(paths) - len(failures) - len(unchecked)
     return dg.AssetCheckResult(
         passed=not failures and not unchecked,
-        severity=dg.AssetCheckSeverity.ERROR if failures else _WARN,
+        severity=dg.AssetCheckSeverity.ERROR if failures else WARN_SEVERITY,
         description=(
             f"{compiled} of {len(paths)} table(s) compile"
             + (f"; {len(unchecked)} need an engine that is not installed" if unchecked else "")
@@ -210,7 +209,7 @@ def every_transfer_cell_scored(transfer_matrix: pd.DataFrame) -> dg.AssetCheckRe
     failed = failed_cells(transfer_matrix)
     return dg.AssetCheckResult(
         passed=not failed,
-        severity=_WARN,
+        severity=WARN_SEVERITY,
         description=f"{len(failed)} of {len(transfer_matrix)} transfer cell(s) have no score",
         metadata={
             "failed_cells": len(failed),

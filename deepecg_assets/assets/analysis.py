@@ -32,7 +32,8 @@ ANALYSIS_GROUP = "analysis"
 _KINDS = {"pandas", "parquet"}
 #: Rows listed in check metadata.
 LISTED_ROWS = 20
-_WARN = dg.AssetCheckSeverity.WARN
+#: The severity of every data-quality check (see :mod:`deepecg_assets.checks`).
+WARN_SEVERITY = dg.AssetCheckSeverity.WARN
 
 #: Columns of the ``rank_claims`` frame (``components`` holds the flip rows as JSON).
 CLAIM_COLUMNS = [
@@ -67,7 +68,7 @@ def no_untestable_flips(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
     reasons = untestable["reason"].value_counts().head(LISTED_ROWS) if len(untestable) else {}
     return dg.AssetCheckResult(
         passed=len(untestable) == 0,
-        severity=_WARN,
+        severity=WARN_SEVERITY,
         description=f"{len(untestable)} of {len(flip_grid)} flip test(s) untestable",
         metadata={
             "untestable": len(untestable),
@@ -95,7 +96,7 @@ def supported_flips_survive_fdr(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
     method = str(flip_grid["fdr_method"].iloc[0]) if len(flip_grid) else ""
     return dg.AssetCheckResult(
         passed=len(nominal) == 0,
-        severity=_WARN,
+        severity=WARN_SEVERITY,
         description=(
             f"{surviving} of {len(supported)} supported reversal(s) survive the "
             f"{method.upper() or 'FDR'} adjustment of q_reversal"
@@ -123,7 +124,7 @@ def flips_nadeau_bengio_applied(flip_grid: pd.DataFrame) -> dg.AssetCheckResult:
     reasons = notes[notes.astype(str) != ""].value_counts().head(LISTED_ROWS)
     return dg.AssetCheckResult(
         passed=len(uncorrected) == 0,
-        severity=_WARN,
+        severity=WARN_SEVERITY,
         description=(
             f"{len(uncorrected)} of {len(flip_grid)} flip test(s) fell back to the uncorrected "
             "standard error (split sizes unknown)"

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import dagster as dg
 import pandas as pd
 
-from deepecg_assets.assets.analysis import ANALYSIS_GROUP, LISTED_ROWS, restricted
+from deepecg_assets.assets.analysis import ANALYSIS_GROUP, LISTED_ROWS, WARN_SEVERITY, restricted
 from deepecg_assets.assets.discovery import DISCOVERY_GROUP
 from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
 from deepecg_assets.partitions import DATASETS, SINGLE_RUN, dataset_key, frames_by_key, joined
@@ -40,7 +40,6 @@ from deepecgkit.rundir.format import SPLIT_SIZE_KEYS
 from deepecgkit.rundir.records import record_frame_to_runs
 
 _KINDS = {"pandas", "parquet"}
-_WARN = dg.AssetCheckSeverity.WARN
 #: The per-dataset checks (:data:`DATASET_CHECKS`).
 AVERAGING_CHECK = "no_dropped_averaging_minorities"
 BIMODAL_CHECK = "no_bimodal_cells"
@@ -158,7 +157,7 @@ def averaging_minorities_check(conflicts: Mapping[str, pd.DataFrame]) -> dg.Asse
         asset_key="averaging_conflicts",
         check_name=AVERAGING_CHECK,
         passed=dropped == 0,
-        severity=_WARN,
+        severity=WARN_SEVERITY,
         description=f"{dropped} run(s) dropped from {len(averaging_conflicts)} cell(s)",
         metadata={
             "dropped_runs": dropped,
@@ -200,7 +199,7 @@ def bimodal_cells_check(
         asset_key="aggregates",
         check_name=BIMODAL_CHECK,
         passed=not cells,
-        severity=_WARN,
+        severity=WARN_SEVERITY,
         description=f"{len(cells)} bimodal cell(s) in {metric}",
         metadata={"metric": metric, "cells": dg.MetadataValue.json(cells[:LISTED_ROWS])},
     )
