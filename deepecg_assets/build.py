@@ -57,18 +57,44 @@ from deepecg_assets.partitions import (
     remove_stored_partitions,
 )
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
+from deepecg_assets.sensors import COMBINES_TAG
 from deepecgkit.analysis.summary import SUMMARY_FLIP_COLUMNS, build_summary, format_summary
+from deepecgkit.io import atomic_write_text
 from deepecgkit.progress import PROGRESS_ATTRIBUTE
 from deepecgkit.statistical_report.report import FIGURES_FOLDER
 
 #: Instance folder when ``$DAGSTER_HOME`` is unset (the one ``scripts/run-demo`` always used).
 DEFAULT_DAGSTER_HOME = ".dagster_home"
-#: Written into a new instance folder that has no ``dagster.yaml``. Dagster
-#: prints a telemetry notice on an instance's first use and would try to send
-#: usage statistics; the demo runs on machines without internet and should
-#: not ask a newcomer a question before showing a result. A ``dagster.yaml``
-#: the user wrote is never touched.
-NEW_INSTANCE_YAML = "telemetry:\n  enabled: false\n"
+#: Written into a new instance folder that has no ``dagster.yaml``:
+#:
+#: - telemetry off: Dagster prints a notice on an instance's first use and
+#:   would try to send usage statistics; the demo runs on machines without
+#:   internet and should not ask a newcomer a question before showing a result;
+#: - the run queue of ``deploy/dagster.yaml`` (the same block, tested): two runs
+#:   at once, one with the cross-dataset combines at a time, and a look at the
+#:   queue every second. Dagster's default queue looks every 5 s, which was the
+#:   larger part of the 8.7 s between ``new_runs_sensor``'s request and the
+#:   start of its run at 100,000 runs (docs/benchmarks.md, session 23).
+#:
+#: A ``dagster.yaml`` the user wrote is never touched; one that this command
+#: wrote in an earlier version (:data:`EARLIER_INSTANCE_YAMLS`) is replaced.
+NEW_INSTANCE_YAML = f"""\
+telemetry:
+  enabled: false
+run_coordinator:
+  module: dagster
+  class: QueuedRunCoordinator
+  config:
+    max_concurrent_runs: 2
+    dequeue_use_threads: true
+    dequeue_num_workers: 2
+    dequeue_interval_seconds: 1
+    tag_concurrency_limits:
+      - key: {COMBINES_TAG}
+        limit: 1
+"""
+#: What earlier versions wrote as :data:`NEW_INSTANCE_YAML`, byte for byte.
+EARLIER_INSTANCE_YAMLS = ("telemetry:\n  enabled: false\n",)
 #: Most discovered runs whose dataset partitions one run of the build materialises (see
 #: :func:`materialize_everything`): at 100,000 runs two ranges of 50,000, at 20,000 one.
 DATASET_RUNS_PER_RANGE = 50_000
@@ -119,11 +145,20 @@ def _parser() -> argparse.ArgumentParser:
 # --- the instance ----------------------------------------------------------------------------
 
 
+def _written_earlier(config: Path) -> bool:
+    """Whether ``config`` is a file an earlier version of this command wrote, unchanged."""
+    try:
+        return config.read_text(encoding="utf-8") in EARLIER_INSTANCE_YAMLS
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def prepare_dagster_home(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
     """The instance folder: ``$DAGSTER_HOME`` or ``./.dagster_home``, created if missing.
 
     Sets ``DAGSTER_HOME`` in ``environ`` (Dagster reads it from there) and
-    writes :data:`NEW_INSTANCE_YAML` into a folder without ``dagster.yaml``.
+    writes :data:`NEW_INSTANCE_YAML` into a folder without ``dagster.yaml``
+    (or with one an earlier version wrote).
 
     Raises:
         BuildError: the path exists but is not a folder, or cannot be created.
@@ -134,8 +169,8 @@ def prepare_dagster_home(environ: dict[str, str] | os._Environ[str] = os.environ
     try:
         home.mkdir(parents=True, exist_ok=True)
         config = home / "dagster.yaml"
-        if not config.exists():
-            config.write_text(NEW_INSTANCE_YAML, encoding="utf-8")
+        if not config.exists() or _written_earlier(config):
+            atomic_write_text(config, NEW_INSTANCE_YAML)
     except OSError as exc:
         raise BuildError(f"DAGSTER_HOME {home} cannot be created: {exc.strerror}") from None
     environ["DAGSTER_HOME"] = str(home)

@@ -272,6 +272,19 @@ def test_build_writes_the_instance_the_ui_reads(built: Build) -> None:
     assert sorted(partitions) == sorted(DATASETS)
 
 
+def test_the_report_runs_after_every_table(built: Build) -> None:
+    """The report's low step priority: the last run brings the tables up to date first."""
+    with dg.DagsterInstance.from_config(str(built.home)) as instance:
+        last = instance.get_run_records(limit=1)[0].dagster_run.run_id
+        started = [
+            event.step_key
+            for event in instance.all_logs(last, of_type=dg.DagsterEventType.STEP_START)
+        ]
+    tables = [key for key in started if key.endswith("_table") or key == "results_tables"]
+    assert {"flip_table", "rank_table", "tau_table", "results_tables"} <= set(tables)
+    assert started[-1] == "statistical_report"
+
+
 def test_latest_discovery_metadata_is_what_the_build_recorded(built: Build) -> None:
     with dg.DagsterInstance.from_config(str(built.home)) as instance:
         metadata = latest_discovery_metadata(instance)
@@ -326,6 +339,39 @@ def test_an_existing_dagster_yaml_is_left_alone(tmp_path: Path) -> None:
     created = build.prepare_dagster_home(fresh)
     assert (created / "dagster.yaml").read_text(encoding="utf-8") == build.NEW_INSTANCE_YAML
     assert fresh["DAGSTER_HOME"] == str(created)
+
+
+def test_a_dagster_yaml_an_earlier_version_wrote_is_replaced(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    for earlier in build.EARLIER_INSTANCE_YAMLS:
+        (home / "dagster.yaml").write_text(earlier, encoding="utf-8")
+        build.prepare_dagster_home({"DAGSTER_HOME": str(home)})
+        assert (home / "dagster.yaml").read_text(encoding="utf-8") == build.NEW_INSTANCE_YAML
+    edited = build.EARLIER_INSTANCE_YAMLS[0] + "# mine\n"
+    (home / "dagster.yaml").write_text(edited, encoding="utf-8")
+    build.prepare_dagster_home({"DAGSTER_HOME": str(home)})
+    assert (home / "dagster.yaml").read_text(encoding="utf-8") == edited
+
+
+def test_a_new_instance_queues_runs_as_the_deployment_does(tmp_path: Path) -> None:
+    """The demo's instance has deploy/dagster.yaml's queue: the same limits, and a look at
+    the queue every second (the sensor's run starts seconds sooner than with Dagster's 5)."""
+    import yaml
+
+    deploy = Path(__file__).resolve().parents[2] / "deploy" / "dagster.yaml"
+    deployed = yaml.safe_load(deploy.read_text(encoding="utf-8"))["run_coordinator"]
+    home = build.prepare_dagster_home({"DAGSTER_HOME": str(tmp_path / "home")})
+    written = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))
+    assert written["run_coordinator"] == deployed
+    assert written["run_coordinator"]["config"]["dequeue_interval_seconds"] == 1
+    assert written["telemetry"] == {"enabled": False}
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        coordinator = instance.run_coordinator
+        assert isinstance(coordinator, dg.QueuedRunCoordinator)
+        assert coordinator.dequeue_interval_seconds == 1
+        queue = coordinator.get_run_queue_config()
+        assert queue.max_concurrent_runs == deployed["config"]["max_concurrent_runs"]
 
 
 def test_progress_lines_are_throttled_but_the_last_is_shown() -> None:
