@@ -77,9 +77,9 @@ COMBINE_SELECTION = REFRESH_SELECTION - dg.AssetSelection.assets(*PER_DATASET_AS
 #: automation sensor's). ``deploy/dagster.yaml`` limits runs with it to one at a time, so
 #: two combines never run at once, whichever daemon thread requested them.
 COMBINES_TAG = "deepecg/combines"
-#: A tick that parsed at least this share of the cached runs saves the run cache for the
-#: discovery it requests (a new sweep); below it, saving the whole cache would cost the tick
-#: more than parsing those runs again costs discovery.
+#: A tick whose scan changed at least this share of the run cache's entries (a new sweep)
+#: saves it for the discovery it requests; below it, saving the whole cache would cost the
+#: tick more than parsing those runs again costs discovery.
 SAVED_CACHE_PARSED_SHARE = 0.1
 #: Discovery materialisations searched for the state a partition was built from.
 BASELINE_HISTORY = 200
@@ -264,7 +264,7 @@ def new_runs_sensor(
         current = {key: by_dataset[dataset] for key, dataset in dataset_keys(by_dataset).items()}
     except ValueError as exc:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"cannot refresh: {exc}"))
-    if cache.damaged or cache.misses >= SAVED_CACHE_PARSED_SHARE * len(cache):
+    if cache.worth_saving(share=SAVED_CACHE_PARSED_SHARE):
         # Many parsed runs are remembered, so the requested discovery does not parse them
         # again (a damaged file is written whole again). A few are not: the requested
         # discovery parses them in milliseconds, while writing the whole cache costs the

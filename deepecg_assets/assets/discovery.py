@@ -5,10 +5,14 @@ scanning the whole tree (a run's dataset is only known once its files are
 read), duplicates and failures are resolved per (dataset, model, seed) with
 the same rules everywhere, and the run cache makes a rescan cost one ``stat``
 per unchanged run's metrics file. The scan also saves the tree index the
-sensor keeps (:mod:`deepecgkit.rundir.tree_index`), and reads the last one:
-a run directory whose change time is the one recorded there is not listed
-again (one more ``stat`` instead of a listing); an index of this scan that
-records exactly what the last one does is not written again. Every per-dataset asset
+sensor keeps (:mod:`deepecgkit.rundir.tree_index`), and reads the last one
+first: when it proves the tree unchanged since it was written (a refresh
+the sensor's tick requested has just written it), its candidates and their
+states are the scan's and nothing is walked; otherwise a run directory whose
+change time is the one recorded there is not listed again (one more
+``stat`` instead of a listing), and an index of this scan that records
+exactly what the last one does is not written again. The run cache is saved
+only once enough of it changed (:data:`RESAVE_CHANGED_SHARE`). Every per-dataset asset
 (:mod:`deepecg_assets.assets.datasets`) reads its dataset's rows of this frame.
 """
 
@@ -52,6 +56,16 @@ RUNS_HEALTH_CHECK = "no_unreadable_or_failed_runs"
 
 #: Entries listed per diagnostics key in check metadata.
 LISTED_ENTRIES = 20
+
+#: A discovery saves the run cache once at least this share of its entries changed since
+#: it was saved: below it, writing the whole cache (a second at 100,000 runs) costs more
+#: than the next scan's parses of the few runs the saved file lacks.
+RESAVE_CHANGED_SHARE = 0.01
+
+#: The ``scan`` metadata: the run roots were walked, or the candidates were taken from the
+#: tree index after it proved the tree unchanged (a refresh after the sensor's tick).
+SCAN_WALKED = "walked"
+SCAN_PROVEN = "taken from the tree index, proven unchanged"
 
 
 def runs_health_check(diagnostics: dict[str, list[str]]) -> dg.AssetCheckResult:
@@ -137,10 +151,13 @@ def discovered_runs(
         raise dg.Failure(description=str(exc)) from None
     recursive = run_roots.is_recursive()
     index_file = output_folder.tree_index_file()
-    # Kept to the end: in a refresh it is the sensor's index of this very tree, and an
-    # index of the scan that equals it need not be written again.
+    # In a refresh this is the sensor's index of this very tree: when it proves the tree
+    # unchanged since, its candidates are the scan's and no directory is walked.
     loaded = TreeIndex.load(index_file)
-    known = None if loaded is None else loaded.known_listings(roots, recursive=recursive)
+    proven = None if loaded is None else loaded.unchanged_candidates(roots, recursive=recursive)
+    known = None
+    if loaded is not None and proven is None:
+        known = loaded.known_listings(roots, recursive=recursive)
     listing = ListingRecord()
     cache = RunCache.load(output_folder.cache_file())
     try:
@@ -153,17 +170,24 @@ def discovered_runs(
             include_failed=analysis.include_failed,
             listing=listing,
             known=known,
+            proven=proven,
         )
     except ValueError as exc:
         raise dg.Failure(description=str(exc)) from None
     states = cache.dataset_digests()
     pruned = cache.prune_unvisited()
-    cache.save(output_folder.cache_file())
+    cache_saved = cache.worth_saving(share=RESAVE_CHANGED_SHARE)
+    if cache_saved:
+        cache.save(output_folder.cache_file())
     _remove_legacy_cache(context, output_folder.legacy_cache_file())
-    index = TreeIndex.from_discovery(listing, cache, recursive=recursive)
-    if not index.same_as(loaded):
-        _save_tree_index(context, index, index_file)
-    del index, loaded
+    if proven is None:
+        index = TreeIndex.from_discovery(listing, cache, recursive=recursive)
+        if not index.same_as(loaded):
+            _save_tree_index(context, index, index_file)
+        del index
+    elif loaded is not None and loaded.refreshed:  # directories listed again, same listings
+        _save_tree_index(context, loaded, index_file)
+    del loaded
     try:
         keys = dataset_keys(frame["dataset"].tolist())
     except ValueError as exc:
@@ -171,7 +195,8 @@ def discovered_runs(
     parsed, reused, damaged = cache.misses, cache.hits, cache.damaged
     # The cache holds every run's columns (about 100 MB at 100,000 runs): let it go before
     # the frame is yielded, since the IO manager writes the frame while this step is suspended.
-    del cache, listing, known
+    scan = SCAN_WALKED if proven is None else SCAN_PROVEN
+    del cache, listing, known, proven
     models = set(frame["model"].tolist())
     analysis.check_names(
         metrics=frame_metric_names(frame), models=models, datasets=set(keys.values())
@@ -188,6 +213,8 @@ def discovered_runs(
         "runs_reused": reused,
         "cache_entries_pruned": pruned,
         "cache_damaged": damaged,
+        "cache_saved": cache_saved,
+        "scan": scan,
         "models": len(models),
         "datasets": len(keys),
         PARTITIONS_METADATA: dg.MetadataValue.json(keys),

@@ -338,6 +338,8 @@ class RunCache:
         #: (None once an entry is added, replaced or dropped): :meth:`save` need not
         #: write it again.
         self._saved_file: tuple[Path, int, int] | None = None
+        #: Entries added, replaced or dropped since the cache was loaded or saved.
+        self._unsaved = 0
 
     def _set_table(self, table: pa.Table, paths: list[str]) -> None:
         """Take ``table``'s rows (directories ``paths``) as this cache's entries."""
@@ -381,6 +383,7 @@ class RunCache:
         self._fresh.append((state.path, state.mtime_ns, state.size, result, values))
         self._rows[state.path] = len(self._paths) + len(self._fresh) - 1
         self._saved_file = None
+        self._unsaved += 1
         self.misses += 1
 
     def known_readable(self, state: FileState) -> bool | None:
@@ -393,17 +396,25 @@ class RunCache:
 
     # --- many lookups at once -------------------------------------------------------------------
 
-    def _lookup(self, run_dirs: Sequence[str]) -> tuple[np.ndarray, list[FileState | None]]:
+    def _lookup(
+        self, run_dirs: Sequence[str], states: Sequence[FileState | None] | None = None
+    ) -> tuple[np.ndarray, list[FileState | None]]:
         """``stat`` each directory's metrics file and find its current entry.
 
         Returns each directory's row (-1 when it must be parsed: no entry, or
         one of another state) and its state (None when the metrics file is
         no regular file; such a directory's entry is dropped). Marks every
         directory visited. The states are compared with the table's columns
-        at once.
+        at once. ``states``, when given, are the metrics files' states just
+        read by the caller (one per directory, in order): no ``stat`` again.
         """
         count = len(run_dirs)
-        states = [metrics_file_state(run_dir) for run_dir in run_dirs]
+        if states is None:
+            states = [metrics_file_state(run_dir) for run_dir in run_dirs]
+        else:
+            states = list(states)
+            if len(states) != count:
+                raise ValueError(f"{len(states)} states for {count} run directories")
         rows = np.fromiter(map(self._rows.get, run_dirs, [-1] * count), np.int64, count)
         mtimes = np.fromiter((0 if s is None else s.mtime_ns for s in states), np.int64, count)
         sizes = np.fromiter((-1 if s is None else s.size for s in states), np.int64, count)
@@ -411,6 +422,7 @@ class RunCache:
         for number in np.flatnonzero(~present & (rows >= 0)):
             del self._rows[run_dirs[number]]
             self._saved_file = None
+            self._unsaved += 1
         in_table = present & (rows >= 0) & (rows < len(self._paths))
         same = np.zeros(count, dtype=bool)
         table_rows = rows[in_table]
@@ -550,6 +562,7 @@ class RunCache:
             if state is not None:
                 rows[path] = row
                 self.misses += 1
+                self._unsaved += 1
                 self._saved_file = None
         return first
 
@@ -604,7 +617,11 @@ class RunCache:
         return self._results(run_dirs, workers, encoded=True)
 
     def candidate_columns(
-        self, run_dirs: Sequence[str], *, workers: int | None = None
+        self,
+        run_dirs: Sequence[str],
+        *,
+        workers: int | None = None,
+        states: Sequence[FileState] | None = None,
     ) -> dict[str, Any]:
         """Every directory's result as columns: what a records frame is selected from.
 
@@ -616,9 +633,12 @@ class RunCache:
         and for a field the record has none of). Counts and cache contents
         are those of :meth:`read_encoded`: the misses are parsed (in
         parallel when many), and the unchanged runs' rows are taken from the
-        table at once, without a Python value per run.
+        table at once, without a Python value per run. ``states`` are the
+        metrics files' states when the caller has just read them
+        (:meth:`~deepecgkit.rundir.tree_index.TreeIndex.unchanged_candidates`),
+        so they are not read again.
         """
-        rows, states = self._lookup(run_dirs)
+        rows, states = self._lookup(run_dirs, states)
         self.hits += int((rows >= 0).sum())
         misses = np.flatnonzero(rows < 0).tolist()
         # Entries kept beside the table give their row values; their rows move on an append.
@@ -717,6 +737,7 @@ class RunCache:
         for path in [p for p in self._rows if p not in wanted]:
             del self._rows[path]
             self._saved_file = None
+            self._unsaved += 1
 
     def prune_unvisited(self) -> int:
         """Forget every run not looked up since the cache was created or loaded.
@@ -791,6 +812,31 @@ class RunCache:
         return {dataset: _digest(group) for dataset, group in self._dataset_entries().items()}
 
     # --- the file -------------------------------------------------------------------------------
+
+    def unsaved_changes(self) -> int:
+        """How many entries were added, replaced or dropped since the cache was loaded or saved."""
+        return self._unsaved
+
+    def worth_saving(self, *, share: float) -> bool:
+        """Whether :meth:`save` should write: the saved file is missing, damaged or much older.
+
+        A cache is a speed-up, never a source of truth, so a saved file a few
+        entries behind is as correct as a current one: each entry it lacks
+        costs the next scan one parse (milliseconds), while writing 100,000
+        entries costs a second. True when there is no saved file of these
+        entries and the cache was loaded from none (a first scan), from a
+        damaged one, or has changed in at least ``share`` of its entries
+        since it was loaded or saved; False when the file already holds
+        exactly these entries (:meth:`save` would write nothing).
+
+        Args:
+            share: the changed share of the entries (0 to 1) that makes a save pay.
+        """
+        if self._saved_file is not None:
+            return False
+        if self.damaged or self.path is None or not self.path.is_file():
+            return True
+        return self._unsaved >= share * len(self)
 
     def _current_table(self) -> tuple[pa.Table, pa.Array]:
         """Every entry as one table of :data:`CACHE_SCHEMA`, and the order that sorts it by path.
@@ -879,6 +925,7 @@ class RunCache:
         del sink
         info = os.stat(final)
         self._saved_file = (target, info.st_mtime_ns, info.st_size)
+        self._unsaved = 0
         return final
 
     @classmethod

@@ -45,7 +45,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -108,6 +108,9 @@ from deepecgkit.rundir.records import (
     record_columns_to_frame,
     records_to_frame,
 )
+
+if TYPE_CHECKING:  # cache.py imports this module; only the annotation needs its FileState
+    from deepecgkit.rundir.cache import FileState
 
 __all__ = [
     "DIAGNOSTIC_KEYS",
@@ -1177,7 +1180,11 @@ class ColumnReader(Protocol):
     """A cache that gives every candidate's result as columns (a :class:`RunCache`)."""
 
     def candidate_columns(
-        self, run_dirs: Sequence[str], *, workers: int | None = None
+        self,
+        run_dirs: Sequence[str],
+        *,
+        workers: int | None = None,
+        states: Sequence[FileState] | None = None,
     ) -> dict[str, np.ndarray]: ...
 
 
@@ -1200,6 +1207,7 @@ def discover_run_frame(
     workers: int | None = None,
     listing: ListingRecord | None = None,
     known: Mapping[str, tuple[int, bool]] | None = None,
+    proven: Sequence[FileState] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """:func:`discover_runs` through a run cache, as the records frame the platform stores.
 
@@ -1217,19 +1225,29 @@ def discover_run_frame(
     and ``known`` go to :func:`find_run_candidate_paths`: the platform
     records the scan (for the tree index it saves) and skips the listing of
     every run directory an earlier scan's index proves unchanged.
+    ``proven`` skips the scan altogether: it is every candidate's metrics
+    file state, in the scan's order, as
+    :meth:`~deepecgkit.rundir.tree_index.TreeIndex.unchanged_candidates`
+    gives them for a tree it has just proven unchanged (no directory that
+    cannot be listed, so no problem to report); the cache then looks the
+    runs up by these states without a ``stat`` of its own. ``listing`` and
+    ``known`` are unused with it.
 
     Raises:
         ValueError: as :func:`discover_runs`.
     """
     _check_policy(on_duplicate)
     diagnostics: dict[str, list[str]] = {key: [] for key in DIAGNOSTIC_KEYS}
-    candidates, problems = find_run_candidate_paths(
-        roots, recursive=recursive, listing=listing, known=known
-    )
-    diagnostics["unreadable"] += [problem.entry() for problem in problems]
+    if proven is None:
+        candidates, problems = find_run_candidate_paths(
+            roots, recursive=recursive, listing=listing, known=known
+        )
+        diagnostics["unreadable"] += [problem.entry() for problem in problems]
+    else:
+        candidates = [state.path for state in proven]
     policy = (on_duplicate, include_failed, include_legacy)
     if isinstance(cache, ColumnReader):
-        columns = cache.candidate_columns(candidates, workers=workers)
+        columns = cache.candidate_columns(candidates, workers=workers, states=proven)
         frame = _select_columns(candidates, columns, diagnostics, policy)
         # Every candidate's columns (a copy of the cache's rows) go before the caller goes on.
         del columns

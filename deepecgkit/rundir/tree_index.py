@@ -65,6 +65,7 @@ from deepecgkit.io import (
 )
 from deepecgkit.rundir.cache import (
     CACHE_FORMAT_VERSION,
+    FileState,
     RunCache,
     ScannedRun,
     TreeState,
@@ -333,6 +334,31 @@ class TreeIndex:
             return self._unchanged(_normalised_roots(roots), recursive)
         except (TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
             # Only a foreign or damaged file whose checksum still matched gets here.
+            logger.warning("tree index is damaged (%s); scanning in full", exc)
+            return None
+
+    def unchanged_candidates(
+        self, roots: Sequence[Path | str] | Path | str, *, recursive: bool
+    ) -> list[FileState] | None:
+        """Every candidate run directory's metrics file state, if the tree is provably as indexed.
+
+        What a scan of ``roots`` would find, without the scan: the candidates
+        in the scan's order (:func:`~deepecgkit.rundir.read.find_run_candidate_paths`),
+        each with the state :meth:`unchanged` has just found its metrics file
+        in. None (take the scan) whenever :meth:`unchanged` says so, and also
+        for an index that recorded a directory that could not be listed or a
+        metrics entry that is no regular file: the scan reports those with
+        reasons the index does not keep, and an irregular entry has no state
+        to give, so its place among the candidates is not recorded.
+        """
+        fields = self._fields
+        try:
+            if fields["problems"] or fields["irregular"]:
+                return None
+            if self.unchanged(roots, recursive=recursive) is None:
+                return None
+            return list(map(FileState, fields["runs"], fields["mtimes"], fields["sizes"]))
+        except (TypeError, ValueError) as exc:
             logger.warning("tree index is damaged (%s); scanning in full", exc)
             return None
 

@@ -540,3 +540,52 @@ def test_a_file_replaced_since_the_load_is_written_again(tmp_path: Path) -> None
     cache_file.unlink()
     cache.save()
     assert cache_file.read_bytes() == good
+
+
+def test_a_cache_is_worth_saving_once_its_changes_reach_the_share(tmp_path: Path) -> None:
+    """No file or a damaged one: always; else once the changed entries reach the share."""
+    root = tmp_path / "runs"
+    for seed in range(10):
+        make(root, f"a_seed{seed}", "afib", seed)
+    cache_file = tmp_path / "cache.jsonl"
+    cache = RunCache.load(cache_file)
+    discover_runs(root, recursive=True, reader=cache)
+    assert cache.unsaved_changes() == 10 and cache.worth_saving(share=1.0), "no file yet"
+    cache.save()
+    assert cache.unsaved_changes() == 0 and not cache.worth_saving(share=0.0), "just saved"
+
+    make(root, "a_seed10", "afib", 10)
+    cache = RunCache.load(cache_file)
+    discover_runs(root, recursive=True, reader=cache)
+    assert cache.unsaved_changes() == 1  # one entry added (11 in all)
+    assert cache.worth_saving(share=0.09) and not cache.worth_saving(share=0.1)
+    shutil.rmtree(root / "a_seed0")
+    cache = RunCache.load(cache_file)
+    discover_runs(root, recursive=True, reader=cache)
+    assert cache.prune_unvisited() == 1
+    assert cache.unsaved_changes() == 2, "one added, one dropped"
+
+    cache_file.write_bytes(cache_file.read_bytes()[:-3])  # damaged
+    cache = RunCache.load(cache_file)
+    discover_runs(root, recursive=True, reader=cache)
+    assert cache.damaged and cache.worth_saving(share=1.0)
+
+
+def test_given_states_look_runs_up_as_their_own_stats_do(tmp_path: Path) -> None:
+    """candidate_columns with the states of the metrics files equals it without them."""
+    root = tmp_path / "runs"
+    for seed in range(4):
+        make(root, f"a_seed{seed}", "afib", seed)
+    cache_file = saved(root, tmp_path / "cache.jsonl")
+    make(root, "a_seed9", "afib", 9)
+    candidates, _ = find_run_candidate_paths(root, recursive=True)
+    states = [metrics_file_state(candidate) for candidate in candidates]
+    given_states, own = RunCache.load(cache_file), RunCache.load(cache_file)
+    with_states = given_states.candidate_columns(candidates, states=states)
+    without = own.candidate_columns(candidates)
+    assert (given_states.hits, given_states.misses) == (own.hits, own.misses) == (4, 1)
+    assert list(with_states["reason"]) == list(without["reason"])
+    for field in CACHE_SCHEMA.names[4:]:
+        assert with_states[field].equals(without[field]), field
+    with pytest.raises(ValueError, match="states for"):
+        own.candidate_columns(candidates, states=states[:-1])

@@ -379,16 +379,29 @@ def test_property_every_tick_gives_the_full_scans_digest(
 # --- discovery through the index ---------------------------------------------------------
 
 
+#: The changed share of the run cache at which the discovery asset saves it again.
+RESAVE_SHARE = 0.01
+
+
 class Discoverer:
-    """The discovery asset's scan: the last index's known listings, a run cache, a new index."""
+    """The discovery asset's scan: the last index's proof, else its known listings and a new index.
+
+    Records whether the last discovery took the index's candidates (``proven``)
+    and which directories it listed.
+    """
 
     def __init__(self, root: Path, out: Path) -> None:
         self.root, self.index_file, self.cache_file = root, out / "tree_index.json", out / "c.jsonl"
         self.listed: list[str] = []
+        self.proven = False
 
     def discover(self, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame, dict]:
         index = TreeIndex.load(self.index_file, safety_window_ns=WINDOW_NS)
-        known = None if index is None else index.known_listings(self.root, recursive=True)
+        proven = None if index is None else index.unchanged_candidates(self.root, recursive=True)
+        known = None
+        if index is not None and proven is None:
+            known = index.known_listings(self.root, recursive=True)
+        self.proven = proven is not None
         listing, cache = ListingRecord(), RunCache.load(self.cache_file)
         entries = read_module.directory_entries
         self.listed = []
@@ -400,17 +413,24 @@ class Discoverer:
         with monkeypatch.context() as patched:
             patched.setattr(read_module, "directory_entries", counted)
             result = discover_run_frame(
-                self.root, cache=cache, recursive=True, listing=listing, known=known
+                self.root, cache=cache, recursive=True, listing=listing, known=known, proven=proven
             )
         cache.prune_unvisited()
-        cache.save(self.cache_file)
-        TreeIndex.from_discovery(listing, cache, recursive=True, safety_window_ns=WINDOW_NS).save(
-            self.index_file
-        )
+        if cache.worth_saving(share=RESAVE_SHARE):
+            cache.save(self.cache_file)
+        if proven is None:
+            TreeIndex.from_discovery(
+                listing, cache, recursive=True, safety_window_ns=WINDOW_NS
+            ).save(self.index_file)
+        elif index is not None and index.refreshed:
+            index.save(self.index_file)
         return result
 
-    def checked(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """A discovery, asserted equal to one that lists everything through a fresh cache."""
+    def checked(self, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+        """A discovery, asserted equal to one that lists everything through a fresh cache.
+
+        Returns its diagnostics.
+        """
         frame, diagnostics = self.discover(monkeypatch)
         expected, expected_diagnostics = discover_run_frame(
             self.root, cache=RunCache(), recursive=True
@@ -419,6 +439,7 @@ class Discoverer:
         assert diagnostics == expected_diagnostics
         saved = TreeIndex.load(self.index_file, safety_window_ns=WINDOW_NS)
         assert saved is not None and saved.digest == truth(self.root)
+        return diagnostics
 
 
 def test_discovery_saves_the_index_a_sensor_scan_saves(tmp_path: Path) -> None:
@@ -449,10 +470,15 @@ def test_an_unchanged_settled_tree_lists_no_run_directory(tmp_path: Path, monkey
     discoverer.checked(monkeypatch)
     assert len(discoverer.listed) == 6, "no index yet: every directory is listed"
     discoverer.checked(monkeypatch)
-    assert sorted(discoverer.listed) == [str(root), str(root / "cnn_afib_seed0")]
+    assert discoverer.proven and discoverer.listed == [], "proven unchanged: nothing listed"
     make(root, "cnn_afib_seed7", seed=7)
     discoverer.checked(monkeypatch)
-    assert str(root / "cnn_afib_seed7") in discoverer.listed
+    assert not discoverer.proven
+    assert sorted(discoverer.listed) == [
+        str(root),
+        str(root / "cnn_afib_seed0"),
+        str(root / "cnn_afib_seed7"),
+    ]
     settle()
     discoverer.checked(monkeypatch)
     for operation in LEAF_OPERATIONS:  # each moves the run directory's change time
@@ -495,3 +521,41 @@ def test_property_discovery_through_the_index_equals_a_full_listing(
             settle()
         apply(root, operation, number)
         discoverer.checked(monkeypatch)
+        discoverer.checked(monkeypatch)
+        assert discoverer.proven, "nothing changed since the last discovery's index"
+
+
+def test_an_index_with_a_problem_or_an_irregular_entry_proves_no_candidates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their reasons are the scan's to give: the tree is walked, and reports them."""
+    root = tmp_path / "runs"
+    make(root, "cnn_afib_seed0")
+    (root / "odd_seed1").mkdir()
+    (root / "odd_seed1" / METRICS_FILENAME).mkdir()  # a metrics entry that is no file
+    discoverer = Discoverer(root, tmp_path / "out")
+    settle()
+    for _ in range(2):
+        diagnostics = discoverer.checked(monkeypatch)
+        assert not discoverer.proven
+        assert [entry.split(" (")[0] for entry in diagnostics["unreadable"]] == [
+            str(root / "odd_seed1")
+        ]
+    shutil.rmtree(root / "odd_seed1")
+    discoverer.checked(monkeypatch)
+    discoverer.checked(monkeypatch)
+    assert discoverer.proven
+    locked = root / "locked"
+    locked.mkdir()
+    entries = read_module.directory_entries
+
+    def refused(directory: str):  # what a directory of another user gives (not as root)
+        if directory == str(locked):
+            raise PermissionError(13, "Permission denied", directory)
+        return entries(directory)
+
+    monkeypatch.setattr(read_module, "directory_entries", refused)
+    for _ in range(2):
+        diagnostics = discoverer.checked(monkeypatch)
+        assert not discoverer.proven
+        assert [entry.split(" (")[0] for entry in diagnostics["unreadable"]] == [str(locked)]
