@@ -45,7 +45,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -109,8 +109,9 @@ from deepecgkit.rundir.records import (
     records_to_frame,
 )
 
-if TYPE_CHECKING:  # cache.py imports this module; only the annotation needs its FileState
-    from deepecgkit.rundir.cache import FileState
+#: A metrics file's state as ``(path, mtime_ns, size)``: what
+#: :class:`~deepecgkit.rundir.cache.FileState` holds (cache.py imports this module).
+MetricsState = tuple[str, int, int]
 
 __all__ = [
     "DIAGNOSTIC_KEYS",
@@ -1184,7 +1185,7 @@ class ColumnReader(Protocol):
         run_dirs: Sequence[str],
         *,
         workers: int | None = None,
-        states: Sequence[FileState] | None = None,
+        states: Sequence[MetricsState] | None = None,
     ) -> dict[str, np.ndarray]: ...
 
 
@@ -1207,7 +1208,7 @@ def discover_run_frame(
     workers: int | None = None,
     listing: ListingRecord | None = None,
     known: Mapping[str, tuple[int, bool]] | None = None,
-    proven: Sequence[FileState] | None = None,
+    proven: Sequence[MetricsState] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """:func:`discover_runs` through a run cache, as the records frame the platform stores.
 
@@ -1244,7 +1245,7 @@ def discover_run_frame(
         )
         diagnostics["unreadable"] += [problem.entry() for problem in problems]
     else:
-        candidates = [state.path for state in proven]
+        candidates = [path for path, _, _ in proven]
     policy = (on_duplicate, include_failed, include_legacy)
     if isinstance(cache, ColumnReader):
         columns = cache.candidate_columns(candidates, workers=workers, states=proven)
