@@ -397,7 +397,7 @@ class RunCache:
     # --- many lookups at once -------------------------------------------------------------------
 
     def _lookup(
-        self, run_dirs: Sequence[str], states: Sequence[FileState | None] | None = None
+        self, run_dirs: Sequence[str], states: Sequence[tuple[str, int, int]] | None = None
     ) -> tuple[np.ndarray, list[FileState | None]]:
         """``stat`` each directory's metrics file and find its current entry.
 
@@ -412,7 +412,8 @@ class RunCache:
         if states is None:
             states = [metrics_file_state(run_dir) for run_dir in run_dirs]
         else:
-            states = list(states)
+            # Plain (path, mtime_ns, size) tuples are accepted (read.py's MetricsState).
+            states = list(map(FileState._make, states))
             if len(states) != count:
                 raise ValueError(f"{len(states)} states for {count} run directories")
         rows = np.fromiter(map(self._rows.get, run_dirs, [-1] * count), np.int64, count)
@@ -621,7 +622,7 @@ class RunCache:
         run_dirs: Sequence[str],
         *,
         workers: int | None = None,
-        states: Sequence[FileState] | None = None,
+        states: Sequence[tuple[str, int, int]] | None = None,
     ) -> dict[str, Any]:
         """Every directory's result as columns: what a records frame is selected from.
 
