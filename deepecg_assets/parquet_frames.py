@@ -46,6 +46,7 @@ from deepecg_assets.partitions import FRAME_SUFFIX, joined
 from deepecg_assets.resources import OutputFolderResource
 from deepecgkit.io import atomic_write_bytes
 from deepecgkit.memory import release_free_memory
+from deepecgkit.parquet import dictionary_columns
 
 __all__ = [
     "COLUMNS_METADATA",
@@ -79,11 +80,6 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PYTHON_INT, _INT_TEXT, _VALUES = "python_int", "int_text", "values"
 #: Rows shown in the Markdown preview attached to every materialisation.
 PREVIEW_ROWS = 10
-#: A column is dictionary-encoded when it holds at most this many distinct values per
-#: row. Parquet dictionary-encodes every column by default, and for a column of distinct
-#: values (run directories, metrics texts, times) building the dictionary and then falling
-#: back to plain pages was a third of writing the 100,000-run ``discovered_runs`` frame.
-DICTIONARY_SHARE = 0.1
 #: Page compression: LZ4 writes and reads that frame twice as fast as Snappy (Parquet's
 #: default) for 8% more bytes (docs/benchmarks.md, "Session 20: discovery at 100,000 runs").
 COMPRESSION = "lz4"
@@ -162,7 +158,7 @@ def frame_to_parquet(frame: pd.DataFrame) -> bytes:
     pq.write_table(
         table.replace_schema_metadata(metadata),
         buffer,
-        use_dictionary=_dictionary_columns(table),
+        use_dictionary=dictionary_columns(table),
         compression=COMPRESSION,
         row_group_size=row_group_rows(table),
     )
@@ -178,23 +174,6 @@ def row_group_rows(table: pa.Table) -> int | None:
     if table.nbytes <= ROW_GROUP_BYTES or table.num_rows == 0:
         return None
     return max(1, ROW_GROUP_BYTES * table.num_rows // table.nbytes)
-
-
-def _dictionary_columns(table: pa.Table) -> list[str]:
-    """The columns worth a dictionary: few distinct values per row (:data:`DICTIONARY_SHARE`).
-
-    Decided by each column's own values, never by its name. A column whose
-    distinct values Arrow cannot count keeps Parquet's default (a dictionary).
-    """
-    chosen = []
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        try:
-            distinct = pc.count_distinct(column, mode="all").as_py()
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
-            distinct = 0
-        if distinct <= DICTIONARY_SHARE * table.num_rows:
-            chosen.append(name)
-    return chosen
 
 
 def _decode_object_column(array: pa.ChunkedArray, how: dict[str, str]) -> np.ndarray:

@@ -74,6 +74,7 @@ import pyarrow.parquet as pq
 
 from deepecgkit.io import UnreadableFileError, atomic_write_bytes, json_ready, read_regular_file
 from deepecgkit.memory import release_free_memory
+from deepecgkit.parquet import dictionary_columns
 from deepecgkit.rundir.format import PREDICTIONS_FILENAME, PREDICTIONS_TXT_FILENAME
 from deepecgkit.statistical_report.identity import (
     HASHED_FILES,
@@ -586,7 +587,7 @@ def _save_memos(
         table = _with_carried(table, carried)
     table = table.replace_schema_metadata({_MEMOS_ENVIRONMENT_KEY: _environment_text(bound_to)})
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    pq.write_table(table, sink, use_dictionary=dictionary_columns(table))
     return write_changed(path, sink.getvalue().to_pybytes())
 
 
