@@ -42,10 +42,14 @@ def distinct_at_most(column: pa.Array | pa.ChunkedArray, limit: float) -> bool:
     if limit < 0:
         return False
     prefix = math.floor(limit) + 1
-    if len(column) > prefix:
-        if pc.count_distinct(column.slice(0, prefix), mode="all").as_py() > limit:
-            return False
-    return pc.count_distinct(column, mode="all").as_py() <= limit
+    if len(column) > prefix and _distinct(column.slice(0, prefix)) > limit:
+        return False
+    return _distinct(column) <= limit
+
+
+def _distinct(column: pa.Array | pa.ChunkedArray) -> int:
+    """Arrow's count of the distinct values of ``column``, a null counting as one value."""
+    return pc.count_distinct(column, mode="all").as_py()
 
 
 def dictionary_columns(table: pa.Table, *, share: float = DICTIONARY_SHARE) -> list[str]:

@@ -1,4 +1,4 @@
-"""The dictionary choice: exactly Arrow's distinct count against the share, however it is counted."""
+"""The dictionary choice: exactly Arrow's distinct count against the share, however counted."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import io
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from deepecgkit.parquet import DICTIONARY_SHARE, dictionary_columns, distinct_at_most
 
