@@ -1320,6 +1320,31 @@ def _select_columns(
         listed = "; ".join(json.loads(notes[number].as_py()))
         diagnostics["suspect"].append(f"{candidates[number]} ({listed})")
     numbers = np.flatnonzero(kept)
+    ordered = _columnar_order(candidates, columns, numbers, on_duplicate)
+    if ordered is None:
+        ordered = _python_order(candidates, columns, numbers, on_duplicate, diagnostics)
+    order = pa.array(ordered, pa.int64())
+    frame_columns: dict[str, Any] = {"run_dir": [candidates[number] for number in ordered]}
+    for field in RECORD_COLUMNS[1:]:
+        selected = columns[field].take(order)
+        if field in RECORD_INT_FIELDS:
+            frame_columns[field] = _exact_ints(selected.to_pylist())
+        elif pa.types.is_string(selected.type):
+            frame_columns[field] = _frame_text(selected)
+        else:
+            frame_columns[field] = selected.to_numpy(zero_copy_only=False)
+    return record_columns_to_frame(frame_columns)
+
+
+def _python_order(
+    candidates: Sequence[str],
+    columns: dict[str, Any],
+    numbers: np.ndarray,
+    on_duplicate: str,
+    diagnostics: dict[str, list[str]],
+) -> list[int]:
+    """The kept runs' candidate numbers after :func:`_resolve_duplicates`, in :func:`_sort_key`
+    order: one small tuple per kept run, the rules of :func:`_select_runs` themselves."""
     picked = pa.array(numbers, pa.int64())
 
     def values(field: str) -> list[Any]:
@@ -1339,18 +1364,65 @@ def _select_columns(
     ]
     runs = _resolve_duplicates(runs, on_duplicate, diagnostics["duplicate"])  # type: ignore[arg-type]
     runs.sort(key=_sort_key)
-    order = pa.array([run.number for run in runs], pa.int64())
-    frame_columns: dict[str, Any] = {"run_dir": [run.run_dir for run in runs]}
-    del runs
-    for field in RECORD_COLUMNS[1:]:
-        selected = columns[field].take(order)
-        if field in RECORD_INT_FIELDS:
-            frame_columns[field] = _exact_ints(selected.to_pylist())
-        elif pa.types.is_string(selected.type):
-            frame_columns[field] = _frame_text(selected)
-        else:
-            frame_columns[field] = selected.to_numpy(zero_copy_only=False)
-    return record_columns_to_frame(frame_columns)
+    return [run.number for run in runs]
+
+
+#: The keys of :func:`_duplicate_key`, as the run cache's column names.
+_DUPLICATE_FIELDS = ("dataset", "model", "seed", "fingerprint")
+
+
+def _columnar_order(
+    candidates: Sequence[str],
+    columns: dict[str, Any],
+    numbers: np.ndarray,
+    on_duplicate: str,
+) -> list[int] | None:
+    """:func:`_python_order` by one Arrow sort, or None where only the Python rules can tell.
+
+    The same order: :func:`_sort_key` compares text by code point, which is
+    the order of its UTF-8 bytes (Arrow's order of text); a run without a
+    seed comes first (as ``(False, 0)`` against ``(True, seed)``), and a
+    missing fingerprint sorts as ``""``: no key holds a null. A run directory is unique
+    among the candidates, so the order is total. None (the Python road,
+    which gives the same answer or raises the same error) when the kept runs
+    hold possible duplicates (the duplicate policy acts on those, and they
+    are rare), a seed that is not decimal text within 64 bits, a missing
+    dataset or model, or a path that is not valid UTF-8 (an undecodable
+    byte kept as a surrogate).
+    """
+    picked = pa.array(numbers, pa.int64())
+    try:
+        run_dir = pa.array([candidates[number] for number in numbers.tolist()], pa.string())
+        seed = pc.cast(columns["seed"].take(picked), pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeEncodeError):
+        return None
+    table = pa.table(
+        {
+            "dataset": columns["dataset"].take(picked),
+            "model": columns["model"].take(picked),
+            "seed": seed,
+            "fingerprint": columns["fingerprint"].take(picked),
+        }
+    )
+    if table["dataset"].null_count or table["model"].null_count:
+        return None
+    if on_duplicate != ON_DUPLICATE_ALL and (
+        table.group_by(list(_DUPLICATE_FIELDS)).aggregate([]).num_rows < table.num_rows
+    ):
+        return None
+    sortable = pa.table(
+        {
+            "dataset": table["dataset"],
+            "model": table["model"],
+            "seeded": table["seed"].is_valid(),
+            "seed": pc.fill_null(table["seed"], 0),
+            "fingerprint": pc.fill_null(table["fingerprint"], ""),
+            "run_dir": run_dir,
+        }
+    )
+    keys = [(name, "ascending") for name in sortable.column_names]
+    order = pc.sort_indices(sortable, sort_keys=keys)
+    return numbers[np.asarray(order)].tolist()
 
 
 #: The dtype pandas gives a column of text (its ``str`` dtype since pandas 3).

@@ -181,3 +181,51 @@ def test_odd_values_round_trip_through_the_columns(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(again, frame, check_exact=True)
     assert same == diagnostics and warm.hits == 4 and warm.misses == 0
     assert_same_as_records(root, cache_file)
+
+
+#: Text whose code-point order differs from a naive one: capitals, accents, beyond the BMP.
+_ODD_TEXT = st.sampled_from(["a", "B", "é", "z", "\U0001f600", "a b", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            _ODD_TEXT,
+            _ODD_TEXT,
+            st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.integers(2**63, 2**65)),
+            st.one_of(st.none(), _ODD_TEXT),
+            st.floats(0, 10),
+        ),
+        max_size=12,
+    ),
+    on_duplicate=st.sampled_from(["newest", "all"]),
+)
+def test_property_the_arrow_order_is_the_python_order(
+    rows: list[tuple[str, str, int | None, str | None, float]], on_duplicate: str
+) -> None:
+    """Where the one Arrow sort answers, it gives the rules' own order; it declines duplicates."""
+    import numpy as np
+    import pyarrow as pa
+
+    from deepecgkit.rundir.read import _columnar_order, _python_order
+
+    candidates = [f"/runs/{text}{number}" for number, (text, *_) in enumerate(rows)]
+    columns = {
+        "dataset": pa.array([row[0] for row in rows], pa.string()),
+        "model": pa.array([row[1] for row in rows], pa.string()),
+        "seed": pa.array([None if row[2] is None else str(row[2]) for row in rows], pa.string()),
+        "fingerprint": pa.array([row[3] for row in rows], pa.string()),
+        "mtime": pa.array([row[4] for row in rows], pa.float64()),
+    }
+    numbers = np.arange(len(rows))
+    diagnostics: dict[str, list[str]] = {"duplicate": []}
+    expected = _python_order(candidates, columns, numbers, on_duplicate, diagnostics)
+    got = _columnar_order(candidates, columns, numbers, on_duplicate)
+    if got is not None:
+        assert got == expected
+        assert not diagnostics["duplicate"], "the Arrow sort answered where runs were dropped"
+    keys = [(d, m, s, f) for d, m, s, f, _ in rows]
+    plain = all(s is None or abs(s) < 2**63 - 1 for _, _, s, _ in keys)
+    if plain and (on_duplicate == "all" or len(set(keys)) == len(keys)):
+        assert got is not None, "a plain grid without duplicates is sorted by Arrow"
