@@ -70,7 +70,13 @@ from deepecgkit.io import (
 from deepecgkit.memory import release_free_memory
 from deepecgkit.rundir.format import METRICS_FILENAME, SPLIT_SIZE_KEYS
 from deepecgkit.rundir.listing import ListingRecord
-from deepecgkit.rundir.read import find_run_candidate_paths, read_chunks, read_run, read_runs
+from deepecgkit.rundir.read import (
+    CandidateColumns,
+    find_run_candidate_paths,
+    read_chunks,
+    read_run,
+    read_runs,
+)
 from deepecgkit.rundir.records import (
     RECORD_INT_FIELDS,
     EncodedRecord,
@@ -623,7 +629,7 @@ class RunCache:
         *,
         workers: int | None = None,
         states: Sequence[tuple[str, int, int]] | None = None,
-    ) -> dict[str, Any]:
+    ) -> CandidateColumns:
         """Every directory's result as columns: what a records frame is selected from.
 
         ``{field: values}`` with one value per directory in the given order:
@@ -631,8 +637,10 @@ class RunCache:
         readable one), every record field of :data:`CACHE_SCHEMA` a pyarrow
         array as a row of the cache holds it (integers as decimal text,
         metrics and suspect notes as JSON text; null for an unreadable run
-        and for a field the record has none of). Counts and cache contents
-        are those of :meth:`read_encoded`: the misses are parsed (in
+        and for a field the record has none of), each gathered from the
+        cache's rows only when asked for
+        (:class:`~deepecgkit.rundir.read.CandidateColumns`). Counts and cache
+        contents are those of :meth:`read_encoded`: the misses are parsed (in
         parallel when many), and the unchanged runs' rows are taken from the
         table at once, without a Python value per run. ``states`` are the
         metrics files' states when the caller has just read them
@@ -660,7 +668,7 @@ class RunCache:
         # The reasons travel as Python text (one need not be UTF-8); the record fields of
         # the parsed runs are stored as the table stores them, then every row put in place.
         added = _rows_table([("", 0, 0, {**extra[n], "reason": None}) for n in others])
-        # One take of every row from the table and the added rows, each where it belongs.
+        # The table's rows and the added rows side by side; each field is taken when asked.
         kept = self._table.select(fields)
         added = added.select(fields).replace_schema_metadata(kept.schema.metadata)
         source = pa.concat_tables([kept, added])
@@ -668,12 +676,7 @@ class RunCache:
         place = np.empty(len(run_dirs), dtype=np.int64)
         place[table] = rows[table]
         place[np.asarray(others, dtype=np.int64)] = len(self._table) + np.arange(len(others))
-        combined = source.take(pa.array(place, pa.int64()))
-        del source
-        release_free_memory()  # the joined chunks of the take
-        columns: dict[str, Any] = {field: combined.column(field) for field in fields}
-        columns["reason"] = reasons
-        return columns
+        return CandidateColumns(source, place, reasons)
 
     def scan(self, run_dirs: Sequence[str]) -> list[ScannedRun]:
         """What :func:`scan_tree_runs` sees of each directory: its state and dataset.

@@ -208,16 +208,21 @@ def test_property_the_arrow_order_is_the_python_order(
     import numpy as np
     import pyarrow as pa
 
-    from deepecgkit.rundir.read import _columnar_order, _python_order
+    from deepecgkit.rundir.read import CandidateColumns, _columnar_order, _python_order
 
     candidates = [f"/runs/{text}{number}" for number, (text, *_) in enumerate(rows)]
-    columns = {
-        "dataset": pa.array([row[0] for row in rows], pa.string()),
-        "model": pa.array([row[1] for row in rows], pa.string()),
-        "seed": pa.array([None if row[2] is None else str(row[2]) for row in rows], pa.string()),
-        "fingerprint": pa.array([row[3] for row in rows], pa.string()),
-        "mtime": pa.array([row[4] for row in rows], pa.float64()),
-    }
+    source = pa.table(
+        {
+            "dataset": pa.array([row[0] for row in rows], pa.string()),
+            "model": pa.array([row[1] for row in rows], pa.string()),
+            "seed": pa.array([None if r[2] is None else str(r[2]) for r in rows], pa.string()),
+            "fingerprint": pa.array([row[3] for row in rows], pa.string()),
+            "mtime": pa.array([row[4] for row in rows], pa.float64()),
+        }
+    )
+    # The cache's rows in reverse: each candidate's row is found through ``place``.
+    place = np.arange(len(rows))[::-1].copy()
+    columns = CandidateColumns(source.take(place), place, np.full(len(rows), None))
     numbers = np.arange(len(rows))
     diagnostics: dict[str, list[str]] = {"duplicate": []}
     expected = _python_order(candidates, columns, numbers, on_duplicate, diagnostics)
