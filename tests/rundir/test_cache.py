@@ -592,3 +592,41 @@ def test_given_states_look_runs_up_as_their_own_stats_do(tmp_path: Path) -> None
         assert with_states.gathered(field, some).equals(without[field].take(some)), field
     with pytest.raises(ValueError, match="states for"):
         own.candidate_columns(candidates, states=states[:-1])
+
+
+_NAMES = st.sampled_from(["a", "B", "é", "\U0001f600", "a\tb", "x y", ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    runs=st.dictionaries(
+        st.tuples(_NAMES, st.integers(0, 50)).map(lambda pair: f"/r/{pair[0]}{pair[1]}"),
+        st.tuples(
+            st.integers(-(2**63), 2**63 - 1),
+            st.integers(0, 2**63 - 1),
+            st.one_of(st.none(), _NAMES),
+        ),
+        max_size=30,
+    )
+)
+def test_property_the_columnar_digests_are_the_grouped_ones(runs) -> None:
+    """Each dataset's digest by Arrow is its sorted lines hashed in Python; no dataset, no key."""
+    from deepecgkit.rundir.cache import _columnar_digests, _digest
+
+    paths = list(runs)
+    mtimes, sizes, datasets = ([runs[p][i] for p in paths] for i in range(3))
+    groups: dict[str, list[tuple[str, int, int]]] = {}
+    for path, mtime, size, dataset in zip(paths, mtimes, sizes, datasets, strict=True):
+        if dataset is not None:
+            groups.setdefault(dataset, []).append((path, mtime, size))
+    expected = {dataset: _digest(sorted(groups[dataset])) for dataset in sorted(groups)}
+    got = _columnar_digests(paths, mtimes, sizes, datasets)
+    assert got == expected and list(got) == list(expected)
+
+
+def test_a_path_that_is_not_utf8_takes_the_python_road() -> None:
+    from deepecgkit.rundir.cache import _columnar_digests
+
+    undecodable = os.fsdecode(b"/r/caf\xe9")
+    assert _columnar_digests([undecodable], [1], [2], ["afib"]) is None
+    assert _columnar_digests(["/r/a"], [2**64], [2], ["afib"]) is None
