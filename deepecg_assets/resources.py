@@ -19,6 +19,7 @@ default resources of the code location are built in ``definitions.py``.
 """
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -265,7 +266,9 @@ class AnalysisSettings(dg.ConfigurableResource):
             **{f"{key}s": set(runs[key].astype(str)) for key in ("metric", "model", "dataset")}
         )
 
-    def check_names(self, *, metrics: set[str], models: set[str], datasets: set[str]) -> None:
+    def check_names(
+        self, *, metrics: Collection[str], models: set[str], datasets: set[str]
+    ) -> None:
         """Check ``metric``, ``models``, ``datasets`` and the claims against the runs' names.
 
         Args:

@@ -36,7 +36,7 @@ from deepecgkit._compat import moved_names
 from deepecgkit.rundir.cache import RunCache
 from deepecgkit.rundir.listing import ListingRecord
 from deepecgkit.rundir.read import discover_run_frame
-from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, frame_metric_names
+from deepecgkit.rundir.records import DIAGNOSTIC_KEYS, MetricNames
 from deepecgkit.rundir.tree_index import TreeIndex
 
 DISCOVERY_GROUP = "discovery"
@@ -198,9 +198,7 @@ def discovered_runs(
     scan = SCAN_WALKED if proven is None else SCAN_PROVEN
     del cache, listing, known, proven
     models = set(frame["model"].tolist())
-    analysis.check_names(
-        metrics=frame_metric_names(frame), models=models, datasets=set(keys.values())
-    )
+    analysis.check_names(metrics=MetricNames(frame), models=models, datasets=set(keys.values()))
     context.log.info(
         "discovered %d usable run(s); %d parsed, %d reused from the cache",
         len(frame),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,6 +31,7 @@ __all__ = [
     "RECORD_INT_FIELDS",
     "RUN_FRAME_COLUMNS",
     "EncodedRecord",
+    "MetricNames",
     "RunRecord",
     "UnreadableRun",
     "encoded_record",
@@ -286,6 +287,72 @@ def _quoted_names(texts: Any) -> set[str]:
     return set(pc.unique(names).to_pylist())
 
 
+def _split_escaped(frame: pd.DataFrame) -> tuple[Any, list[dict]]:
+    """A records frame's ``metrics`` texts without a backslash (one pyarrow string array), and
+    the others decoded by the JSON decoder (a text with an escaped character is rare)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = frame["metrics"]
+    texts = pa.array(column.tolist() if column.dtype == object else column, pa.string())
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    decoded: list[dict] = []
+    data = texts.buffers()[2]
+    if data is not None and (np.frombuffer(data, dtype=np.uint8) == ord("\\")).any():
+        escaped = pc.match_substring(texts, "\\").fill_null(False)
+        decoded = [json.loads(text) for text in texts.filter(escaped).to_pylist()]
+        texts = texts.filter(pc.invert(escaped))
+    return texts, decoded
+
+
+#: Characters of a metric name that :class:`MetricNames` leaves to the full set of names.
+_UNSEARCHABLE = frozenset(':"\\')
+
+
+class MetricNames(Collection[str]):
+    """The metric names a records frame reports, asked about one name at a time.
+
+    ``name in MetricNames(frame)`` is ``name in frame_metric_names(frame)``
+    at the cost of one substring search of the ``metrics`` texts: in a text
+    without a backslash every piece between two consecutive quotes is either
+    a key or the text between two keys, which always holds a colon (values
+    are numbers, :func:`frame_metric_names`), so a name without a colon, a
+    quote or a backslash is a key of some text exactly when ``"name"``
+    occurs in it. Other names, iteration and ``len`` use the full set,
+    computed once. Non-ASCII names match as written (the texts are UTF-8);
+    one the JSON encoder escaped is in a text with a backslash, which is
+    decoded.
+    """
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+        self._names: set[str] | None = None
+
+    def _all(self) -> set[str]:
+        if self._names is None:
+            self._names = frame_metric_names(self._frame)
+        return self._names
+
+    def __contains__(self, name: object) -> bool:
+        if self._names is not None or not isinstance(name, str) or not name:
+            return name in self._all()
+        if _UNSEARCHABLE & set(name):
+            return name in self._all()
+        import pyarrow.compute as pc
+
+        texts, decoded = _split_escaped(self._frame)
+        if any(name in metrics for metrics in decoded):
+            return True
+        return bool(pc.any(pc.match_substring(texts, f'"{name}"')).as_py())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
 def frame_metric_names(frame: pd.DataFrame) -> set[str]:
     """Every metric name any row of a records frame reports (the keys of its ``metrics`` texts).
 
@@ -297,19 +364,11 @@ def frame_metric_names(frame: pd.DataFrame) -> set[str]:
     a text with a backslash goes through the JSON decoder.
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    column = frame["metrics"]
-    texts = pa.array(column.tolist() if column.dtype == object else column, pa.string())
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
+    texts, decoded = _split_escaped(frame)
     names: set[str] = set()
-    data = texts.buffers()[2]
-    if data is not None and (np.frombuffer(data, dtype=np.uint8) == ord("\\")).any():
-        escaped = pc.match_substring(texts, "\\").fill_null(False)
-        for text in texts.filter(escaped).to_pylist():
-            names.update(json.loads(text))
-        texts = texts.filter(pc.invert(escaped))
+    for metrics in decoded:
+        names.update(metrics)
     return names | _quoted_names(texts.cast(pa.string()))
 
 

@@ -21,6 +21,7 @@ from deepecgkit.rundir.format import SPLIT_SIZE_KEYS
 from deepecgkit.rundir.int_columns import exact_int_array
 from deepecgkit.rundir.records import (
     RECORD_COLUMNS,
+    MetricNames,
     RunRecord,
     encoded_record,
     frame_metric_names,
@@ -155,3 +156,44 @@ def test_a_record_frame_by_hand() -> None:
     assert runs["seed"].tolist() == [2**64 + 1, 2**64 + 1]  # exact, beyond int64
     assert runs["model"].tolist() == ["007", "007"]
     assert str(runs["n_val"].dtype) == "Int64" and runs["n_train"].dtype == "int64"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    _records(),
+    st.one_of(
+        _names,
+        st.sampled_from(
+            ["f1", "auroc", "loss", "oss", "f", "odd", "a:b", 'q"t', "a\\b", "", "0.5"]
+        ),
+    ),
+)
+def test_metric_names_answer_membership_as_the_full_set(records: list[RunRecord], name) -> None:
+    frame = records_to_frame(records)
+    names = frame_metric_names(frame)
+    assert (name in MetricNames(frame)) == (name in names)
+    assert set(MetricNames(frame)) == names and len(MetricNames(frame)) == len(names)
+
+
+def test_a_prefix_or_a_value_of_a_key_is_no_key() -> None:
+    frame = records_to_frame(
+        [
+            RunRecord(
+                run_dir=Path("/r/a"),
+                model="m",
+                dataset="d",
+                seed=1,
+                multi_label=False,
+                averaging="macro",
+                metrics={"f1": 0.5, "x": 1.0},
+                n_train=None,
+                n_val=None,
+                n_test=None,
+                n_test_groups=None,
+                mtime=0.0,
+            )
+        ]
+    )
+    names = MetricNames(frame)
+    assert "x" in names and "f1" in names
+    assert "f" not in names and "1" not in names and "0.5" not in names and ", " not in names
