@@ -1198,7 +1198,7 @@ class CandidateColumns(Mapping[str, Any]):
             return self._reason
         column = self._taken.get(field)
         if column is None:
-            column = self._source.column(field).take(pa.array(self._place, pa.int64()))
+            column = _take(self._source.column(field), self._place)
             self._taken[field] = column
         return column
 
@@ -1211,9 +1211,28 @@ class CandidateColumns(Mapping[str, Any]):
     def gathered(self, field: str, numbers: Sequence[int] | np.ndarray) -> pa.ChunkedArray:
         """``self[field].take(numbers)``: the field of the candidates ``numbers``, in that order."""
         if field in self._taken:
-            return self._taken[field].take(pa.array(numbers, pa.int64()))
+            return _take(self._taken[field], np.asarray(numbers, dtype=np.int64))
         rows = self._place[np.asarray(numbers, dtype=np.int64)]
-        return self._source.column(field).take(pa.array(rows, pa.int64()))
+        return _take(self._source.column(field), rows)
+
+
+def _take(column: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """``column.take(rows)``, from one contiguous copy of the column where that is possible.
+
+    Arrow's take from a column of many chunks at scattered rows looks each
+    row's chunk up: at 100,000 runs the metrics texts of a loaded run cache
+    (a chunk per row group) took 0.2-0.35 s that way, against 6 ms to join
+    the chunks and 16 ms to take from the joined column. A column whose
+    joined text would not fit 32-bit offsets (over 2 GiB) is taken chunk by
+    chunk, as before.
+    """
+    indices = pa.array(rows, pa.int64())
+    if column.num_chunks > 1:
+        try:
+            return pa.chunked_array([column.combine_chunks().take(indices)], column.type)
+        except (pa.ArrowInvalid, pa.ArrowCapacityError):
+            pass
+    return column.take(indices)
 
 
 @runtime_checkable
