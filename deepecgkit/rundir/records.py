@@ -287,6 +287,29 @@ def _quoted_names(texts: Any) -> set[str]:
     return set(pc.unique(names).to_pylist())
 
 
+def _text_bytes(frame: pd.DataFrame) -> bytes:
+    """The UTF-8 bytes of a records frame's ``metrics`` texts, one after the other.
+
+    Read from the column's own Arrow buffers (pandas' text dtype holds them
+    as ``large_string``), so the only copy is the returned bytes.
+    """
+    import pyarrow as pa
+
+    column = frame["metrics"]
+    texts = pa.array(column.tolist() if column.dtype == object else column)
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if not len(texts) or texts.null_count == len(texts):
+        return b""
+    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
+        texts = texts.cast(pa.string())
+    _, offsets, data = texts.buffers()
+    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    bounds = np.frombuffer(offsets, dtype=width)[texts.offset : texts.offset + len(texts) + 1]
+    start, end = int(bounds[0]), int(bounds[-1])
+    return data.slice(start, end - start).to_pybytes() if data is not None else b""
+
+
 def _split_escaped(frame: pd.DataFrame) -> tuple[Any, list[dict]]:
     """A records frame's ``metrics`` texts without a backslash (one pyarrow string array), and
     the others decoded by the JSON decoder (a text with an escaped character is rare)."""
@@ -307,7 +330,7 @@ def _split_escaped(frame: pd.DataFrame) -> tuple[Any, list[dict]]:
 
 
 #: Characters of a metric name that :class:`MetricNames` leaves to the full set of names.
-_UNSEARCHABLE = frozenset(':"\\')
+_UNSEARCHABLE = frozenset(':"\\{}')
 
 
 class MetricNames(Collection[str]):
@@ -341,6 +364,12 @@ class MetricNames(Collection[str]):
             return name in self._all()
         import pyarrow.compute as pc
 
+        needle = f'"{name}"'.encode()
+        body = _text_bytes(self._frame)
+        if b"\\" not in body:
+            # Every text is a JSON object, ``{`` to ``}``, and the name holds no brace, so
+            # the quoted name cannot run from one text into the next.
+            return needle in body
         texts, decoded = _split_escaped(self._frame)
         if any(name in metrics for metrics in decoded):
             return True
