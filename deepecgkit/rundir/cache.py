@@ -1089,8 +1089,9 @@ def _columnar_digests(
     data = memoryview(lines.buffers()[2] or b"")
     # Sorted by dataset, so each dataset's runs are one stretch, in the order counted.
     counts = pc.value_counts(table["dataset"])
-    ends = np.cumsum(counts.field("counts").to_numpy(zero_copy_only=False))
-    starts = ends - counts.field("counts").to_numpy(zero_copy_only=False)
+    sizes_of = counts.field("counts").to_numpy(zero_copy_only=False)
+    ends = np.cumsum(sizes_of)
+    starts = ends - sizes_of
     return {
         name: hashlib.sha256(data[offsets[start] : offsets[end]]).hexdigest()[:DIGEST_LENGTH]
         for name, start, end in zip(

@@ -287,39 +287,40 @@ def _quoted_names(texts: Any) -> set[str]:
     return set(pc.unique(names).to_pylist())
 
 
-def _text_bytes(frame: pd.DataFrame) -> bytes:
-    """The UTF-8 bytes of a records frame's ``metrics`` texts, one after the other.
-
-    Read from the column's own Arrow buffers (pandas' text dtype holds them
-    as ``large_string``), so the only copy is the returned bytes.
-    """
+def _metrics_texts(frame: pd.DataFrame) -> Any:
+    """A records frame's ``metrics`` texts as one pyarrow text array (``string`` or
+    ``large_string``, as the column holds them: pandas' text dtype is ``large_string``)."""
     import pyarrow as pa
 
     column = frame["metrics"]
     texts = pa.array(column.tolist() if column.dtype == object else column)
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
-    if not len(texts) or texts.null_count == len(texts):
-        return b""
     if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
         texts = texts.cast(pa.string())
+    return texts
+
+
+def _text_bytes(texts: Any) -> bytes:
+    """The UTF-8 bytes of a text array's values, one after the other (one copy)."""
+    import pyarrow as pa
+
     _, offsets, data = texts.buffers()
+    if data is None or not len(texts):
+        return b""
     width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
     bounds = np.frombuffer(offsets, dtype=width)[texts.offset : texts.offset + len(texts) + 1]
     start, end = int(bounds[0]), int(bounds[-1])
-    return data.slice(start, end - start).to_pybytes() if data is not None else b""
+    return data.slice(start, end - start).to_pybytes()
 
 
-def _split_escaped(frame: pd.DataFrame) -> tuple[Any, list[dict]]:
-    """A records frame's ``metrics`` texts without a backslash (one pyarrow string array), and
-    the others decoded by the JSON decoder (a text with an escaped character is rare)."""
+def _split_escaped(texts: Any) -> tuple[Any, list[dict]]:
+    """The texts without a backslash (a pyarrow ``string`` array), and the others decoded by
+    the JSON decoder (a text with an escaped character is rare)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    column = frame["metrics"]
-    texts = pa.array(column.tolist() if column.dtype == object else column, pa.string())
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
+    texts = texts.cast(pa.string())
     decoded: list[dict] = []
     data = texts.buffers()[2]
     if data is not None and (np.frombuffer(data, dtype=np.uint8) == ord("\\")).any():
@@ -342,10 +343,10 @@ class MetricNames(Collection[str]):
     a key or the text between two keys, which always holds a colon (values
     are numbers, :func:`frame_metric_names`), so a name without a colon, a
     quote or a backslash is a key of some text exactly when ``"name"``
-    occurs in it. Other names, iteration and ``len`` use the full set,
-    computed once. Non-ASCII names match as written (the texts are UTF-8);
-    one the JSON encoder escaped is in a text with a backslash, which is
-    decoded.
+    occurs in it. Other names, a frame whose texts hold an escape (a
+    backslash: the name may be written escaped), iteration and ``len`` use
+    the full set, computed once. Non-ASCII names match as written (the
+    texts are UTF-8).
     """
 
     def __init__(self, frame: pd.DataFrame) -> None:
@@ -362,18 +363,12 @@ class MetricNames(Collection[str]):
             return name in self._all()
         if _UNSEARCHABLE & set(name):
             return name in self._all()
-        import pyarrow.compute as pc
-
-        needle = f'"{name}"'.encode()
-        body = _text_bytes(self._frame)
-        if b"\\" not in body:
-            # Every text is a JSON object, ``{`` to ``}``, and the name holds no brace, so
-            # the quoted name cannot run from one text into the next.
-            return needle in body
-        texts, decoded = _split_escaped(self._frame)
-        if any(name in metrics for metrics in decoded):
-            return True
-        return bool(pc.any(pc.match_substring(texts, f'"{name}"')).as_py())
+        body = _text_bytes(_metrics_texts(self._frame))
+        if b"\\" in body:  # an escaped character somewhere: the decoder's names decide
+            return name in self._all()
+        # Every text is a JSON object, ``{`` to ``}``, and the name holds no brace, so the
+        # quoted name cannot run from one text into the next.
+        return f'"{name}"'.encode() in body
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._all())
@@ -392,13 +387,11 @@ def frame_metric_names(frame: pd.DataFrame) -> set[str]:
     the pieces of all such texts are found at once (:func:`_quoted_names`);
     a text with a backslash goes through the JSON decoder.
     """
-    import pyarrow as pa
-
-    texts, decoded = _split_escaped(frame)
+    texts, decoded = _split_escaped(_metrics_texts(frame))
     names: set[str] = set()
     for metrics in decoded:
         names.update(metrics)
-    return names | _quoted_names(texts.cast(pa.string()))
+    return names | _quoted_names(texts)
 
 
 def frame_to_records(frame: pd.DataFrame) -> list[RunRecord]:
