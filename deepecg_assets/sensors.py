@@ -62,6 +62,7 @@ from deepecg_assets.partitions import (
     remove_stored_partitions,
 )
 from deepecg_assets.resources import OutputFolderResource, RunRootError, RunRootsResource
+from deepecgkit.memory import collector_paused
 from deepecgkit.rundir.cache import RunCache
 from deepecgkit.rundir.tree_index import TreeIndex, TreeSummary, indexed_tree_state
 
@@ -241,6 +242,17 @@ def new_runs_sensor(
     run_roots: RunRootsResource,
     output_folder: OutputFolderResource,
 ) -> dg.SensorResult:
+    # A change tick builds the index of every run directory at once: no cycles to collect.
+    with collector_paused():
+        return _tick(context, run_roots, output_folder)
+
+
+def _tick(
+    context: dg.SensorEvaluationContext,
+    run_roots: RunRootsResource,
+    output_folder: OutputFolderResource,
+) -> dg.SensorResult:
+    """One evaluation of :func:`new_runs_sensor`."""
     try:
         roots = run_roots.checked_roots()
     except RunRootError as exc:

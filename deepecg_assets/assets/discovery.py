@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pandas as pd
 
 from deepecg_assets.partitions import (
     DATASET_STATES_METADATA,
@@ -33,6 +34,7 @@ from deepecg_assets.resources import (
     RunRootsResource,
 )
 from deepecgkit._compat import moved_names
+from deepecgkit.memory import collector_paused
 from deepecgkit.rundir.cache import RunCache
 from deepecgkit.rundir.listing import ListingRecord
 from deepecgkit.rundir.read import discover_run_frame
@@ -144,6 +146,20 @@ def discovered_runs(
     why; the check ``no_unreadable_or_failed_runs`` turns yellow when any is
     non-empty.
     """
+    # The scan builds a record of every run at once: no cycles for the collector to find.
+    with collector_paused():
+        frame, diagnostics, metadata = _discovered(context, run_roots, output_folder, analysis)
+    yield dg.Output(frame, metadata=metadata)
+    yield runs_health_check(diagnostics)
+
+
+def _discovered(
+    context: dg.AssetExecutionContext,
+    run_roots: RunRootsResource,
+    output_folder: OutputFolderResource,
+    analysis: AnalysisSettings,
+) -> tuple[pd.DataFrame, dict[str, list[str]], dict[str, Any]]:
+    """The frame, diagnostics and metadata of :func:`discovered_runs`."""
     analysis.checked()
     try:
         roots = run_roots.checked_roots()
@@ -194,7 +210,7 @@ def discovered_runs(
         raise dg.Failure(description=str(exc)) from None
     parsed, reused, damaged = cache.misses, cache.hits, cache.damaged
     # The cache holds every run's columns (about 100 MB at 100,000 runs): let it go before
-    # the frame is yielded, since the IO manager writes the frame while this step is suspended.
+    # the names are checked, so that it is not resident next to their temporaries.
     scan = SCAN_WALKED if proven is None else SCAN_PROVEN
     del cache, listing, known, proven
     models = set(frame["model"].tolist())
@@ -223,5 +239,4 @@ def discovered_runs(
     for key in DIAGNOSTIC_KEYS:
         metadata[f"{key}_count"] = len(diagnostics[key])
     metadata["diagnostics"] = dg.MetadataValue.json(diagnostics)
-    yield dg.Output(frame, metadata=metadata)
-    yield runs_health_check(diagnostics)
+    return frame, diagnostics, metadata
