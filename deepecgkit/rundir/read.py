@@ -1304,7 +1304,9 @@ def discover_run_frame(
         )
         diagnostics["unreadable"] += [problem.entry() for problem in problems]
     else:
-        candidates = [path for path, _, _ in proven]
+        # (Columns of states, cache.FileStates, give their paths at once.)
+        paths = getattr(proven, "paths", None)
+        candidates = list(paths) if paths is not None else [path for path, _, _ in proven]
     policy = (on_duplicate, include_failed, include_legacy)
     if isinstance(cache, ColumnReader):
         columns = cache.candidate_columns(candidates, workers=workers, states=proven)

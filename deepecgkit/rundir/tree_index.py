@@ -65,7 +65,7 @@ from deepecgkit.io import (
 )
 from deepecgkit.rundir.cache import (
     CACHE_FORMAT_VERSION,
-    FileState,
+    FileStates,
     RunCache,
     ScannedRun,
     TreeState,
@@ -339,7 +339,7 @@ class TreeIndex:
 
     def unchanged_candidates(
         self, roots: Sequence[Path | str] | Path | str, *, recursive: bool
-    ) -> list[FileState] | None:
+    ) -> FileStates | None:
         """Every candidate run directory's metrics file state, if the tree is provably as indexed.
 
         What a scan of ``roots`` would find, without the scan: the candidates
@@ -357,7 +357,7 @@ class TreeIndex:
                 return None
             if self.unchanged(roots, recursive=recursive) is None:
                 return None
-            return list(map(FileState, fields["runs"], fields["mtimes"], fields["sizes"]))
+            return FileStates(fields["runs"], fields["mtimes"], fields["sizes"])
         except (TypeError, ValueError) as exc:
             logger.warning("tree index is damaged (%s); scanning in full", exc)
             return None

@@ -21,6 +21,8 @@ from deepecgkit.rundir.cache import (
     CACHE_FORMAT_VERSION,
     CACHE_SCHEMA,
     DIGEST_LENGTH,
+    FileState,
+    FileStates,
     RunCache,
     metrics_file_state,
     scan_tree_state,
@@ -592,6 +594,25 @@ def test_given_states_look_runs_up_as_their_own_stats_do(tmp_path: Path) -> None
         assert with_states.gathered(field, some).equals(without[field].take(some)), field
     with pytest.raises(ValueError, match="states for"):
         own.candidate_columns(candidates, states=states[:-1])
+    # The same states as columns (what a proven tree index gives) look the runs up alike.
+    columns = FileStates(*(list(values) for values in zip(*states, strict=True)))
+    from_columns = RunCache.load(cache_file).candidate_columns(candidates, states=columns)
+    assert list(from_columns["reason"]) == list(without["reason"])
+    for field in CACHE_SCHEMA.names[4:]:
+        assert from_columns[field].equals(without[field]), field
+    with pytest.raises(ValueError, match="states for"):
+        own.candidate_columns(candidates, states=columns[:-1])
+
+
+def test_file_states_are_the_states_of_their_columns() -> None:
+    states = FileStates(["/r/a", "/r/b", "/r/c"], [5, 6, 7], [10, 20, 30])
+    assert len(states) == 3
+    assert states[1] == FileState("/r/b", 6, 20) and states[-1].size == 30
+    assert list(states[1:]) == [FileState("/r/b", 6, 20), FileState("/r/c", 7, 30)]
+    assert states == [FileState("/r/a", 5, 10), *states[1:]]
+    assert states != [FileState("/r/a", 5, 10)]
+    with pytest.raises(ValueError, match="differ in length"):
+        FileStates(["/r/a"], [5, 6], [10])
 
 
 _NAMES = st.sampled_from(["a", "B", "é", "\U0001f600", "a\tb", "x y", ""])
