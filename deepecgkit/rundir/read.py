@@ -579,7 +579,7 @@ def _walk(
     links: list[str],
     problems: list[UnreadableRun],
     listing: ListingRecord | None = None,
-    known: Mapping[str, tuple[int, bool]] | None = None,
+    known: Mapping[str, tuple[int, bool] | tuple[int, bool, bool]] | None = None,
 ) -> None:
     """Scan ``start`` and its descendants without following links; collect linked directories.
 
@@ -593,7 +593,8 @@ def _walk(
     before the listing) and every link met. ``known`` (see
     :func:`find_run_candidate_paths`) spares the listing of a directory whose
     stamp is the one recorded there: it holds no subdirectory and no link,
-    and the metrics entry as recorded.
+    and the metrics entry as recorded; one whose entry says its change time
+    was just read and found to be that stamp is not ``stat``-ed again.
     """
     pending = [(start, real_start)]
     visited.add(real_start)
@@ -603,8 +604,11 @@ def _walk(
     }
     while pending:
         directory, real = pending.pop()
-        stamp = directory_stamp(directory) if stamped else UNKNOWN_STAMP
         recorded = None if known is None else known.get(directory)
+        if recorded is not None and recorded[2:] == (True,):
+            stamp = recorded[0]  # just read (by a proof that failed elsewhere): still current
+        else:
+            stamp = directory_stamp(directory) if stamped else UNKNOWN_STAMP
         if recorded is not None and recorded[0] == stamp != UNKNOWN_STAMP:
             # 100,000 run directories on a warm rescan: a stat each, nothing else.
             if listing is not None:
@@ -646,7 +650,7 @@ def _recursive_candidates(
     root: str,
     problems: list[UnreadableRun],
     listing: ListingRecord | None = None,
-    known: Mapping[str, tuple[int, bool]] | None = None,
+    known: Mapping[str, tuple[int, bool] | tuple[int, bool, bool]] | None = None,
 ) -> list[tuple[str, str]]:
     """``root`` and every descendant holding a metrics entry, symbolic links followed once.
 
@@ -692,7 +696,7 @@ def find_run_candidate_paths(
     *,
     recursive: bool = False,
     listing: ListingRecord | None = None,
-    known: Mapping[str, tuple[int, bool]] | None = None,
+    known: Mapping[str, tuple[int, bool] | tuple[int, bool, bool]] | None = None,
 ) -> tuple[list[str], list[UnreadableRun]]:
     """Candidate run directories under ``roots`` as path strings, and the unsearchable directories.
 
@@ -722,7 +726,11 @@ def find_run_candidate_paths(
             (:meth:`~deepecgkit.rundir.tree_index.TreeIndex.known_listings`
             gives the run directories of an earlier scan). Each directory
             then costs one ``stat`` instead of a listing; the result is the
-            same. Ignored by a flat scan, which lists no run directory.
+            same. A third value True, ``(stamp, holds_metrics, True)``, says
+            the directory's change time was read just before the scan and
+            was that stamp (by the index's proof), so the scan takes it as
+            read then, as if it had read it itself before a listing.
+            Ignored by a flat scan, which lists no run directory.
 
     Returns:
         ``(candidates, problems)``. A candidate is a directory holding an
@@ -1266,7 +1274,7 @@ def discover_run_frame(
     include_failed: bool = False,
     workers: int | None = None,
     listing: ListingRecord | None = None,
-    known: Mapping[str, tuple[int, bool]] | None = None,
+    known: Mapping[str, tuple[int, bool] | tuple[int, bool, bool]] | None = None,
     proven: Sequence[MetricsState] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """:func:`discover_runs` through a run cache, as the records frame the platform stores.

@@ -175,6 +175,9 @@ class TreeIndex:
     def __init__(self, fields: dict[str, Any]) -> None:
         self._fields = fields
         self._metrics: list[str] | None = None
+        #: Every listed directory's change time as the last proof read it (before any
+        #: listing), or None: what :meth:`known_listings` says is current.
+        self._read_stamps: list[int] | None = None
         #: Whether :meth:`unchanged` re-listed directories and updated their stamps:
         #: saving the index then spares the next tick the same listings.
         self.refreshed = False
@@ -280,16 +283,22 @@ class TreeIndex:
 
     def known_listings(
         self, roots: Sequence[Path | str] | Path | str, *, recursive: bool
-    ) -> dict[str, tuple[int, bool]]:
+    ) -> dict[str, tuple[int, bool, bool]]:
         """The leaf directories a recursive scan of ``roots`` need not list again.
 
-        ``{directory: (stamp, holds_metrics)}`` of every directory this index
-        recorded with no subdirectory and no link (a run directory, nearly
-        always) whose stamp was old enough to trust (see
+        ``{directory: (stamp, holds_metrics, current)}`` of every directory
+        this index recorded with no subdirectory and no link (a run
+        directory, nearly always) whose stamp was old enough to trust (see
         :data:`SAFETY_WINDOW_NS`): while its change time is that stamp, its
         listing is the recorded one (see the module docstring), which is what
         the ``known`` argument of
-        :func:`~deepecgkit.rundir.read.find_run_candidate_paths` takes. Empty
+        :func:`~deepecgkit.rundir.read.find_run_candidate_paths` takes.
+        ``current`` is True where the last :meth:`unchanged` of this index
+        (which failed, so a scan follows) read every directory's change time
+        and this one's was the stamp: the scan need not read it again. That
+        time was read before any listing of the scan, as the scan's own read
+        would have been, and a directory changed since has a new time that
+        the next proof sees. Empty
         (list everything) for a flat scan, other roots or mode, or when a root
         or a recorded link points elsewhere now: a path then may name another
         directory, whose stamp proves nothing about the recorded one.
@@ -305,10 +314,17 @@ class TreeIndex:
                 return {}
             untrusted = set(fields["untrusted"])
             leaves = {WALKED_LISTING + "m": True, WALKED_LISTING + "-": False}
+            read = self._read_stamps or [None] * len(fields["directories"])
             return {
-                path: (stamp, leaves[signature])
-                for number, (path, stamp, signature) in enumerate(
-                    zip(fields["directories"], fields["stamps"], fields["signatures"], strict=True)
+                path: (stamp, leaves[signature], now == stamp)
+                for number, (path, stamp, signature, now) in enumerate(
+                    zip(
+                        fields["directories"],
+                        fields["stamps"],
+                        fields["signatures"],
+                        read,
+                        strict=True,
+                    )
                 )
                 if signature in leaves and stamp != UNKNOWN_STAMP and number not in untrusted
             }
@@ -390,10 +406,12 @@ class TreeIndex:
         fields = self._fields
         directories, recorded = fields["directories"], fields["stamps"]
         stat_path = os.stat
+        self._read_stamps = None
         try:
             stamps = [stat_path(path).st_ctime_ns for path in directories]
         except OSError:  # a listed directory vanished (or cannot be reached any more)
             return None
+        self._read_stamps = stamps
         suspects = set(fields["untrusted"])
         if stamps != recorded:
             suspects.update(

@@ -495,10 +495,42 @@ def test_known_listings_are_empty_for_other_roots_or_a_flat_scan(tmp_path: Path)
     discover_run_frame(root, cache=cache, recursive=True, listing=listing)
     index = TreeIndex.from_discovery(listing, cache, recursive=True, safety_window_ns=WINDOW_NS)
     assert index.known_listings(root, recursive=True) == {
-        str(root / "cnn_afib_seed0"): (listing.stamps[-1], True)
+        str(root / "cnn_afib_seed0"): (listing.stamps[-1], True, False)
     }
     assert index.known_listings(root, recursive=False) == {}
     assert index.known_listings([root, tmp_path], recursive=True) == {}
+
+
+def test_a_failed_proof_spares_the_scan_the_stamps_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a proof that failed elsewhere, the run directories it read are not stat-ed again,
+    and the scan's index is the one a scan reading every stamp itself writes."""
+    root = tmp_path / "runs"
+    for seed in range(4):
+        make(root, f"cnn_afib_seed{seed}", seed=seed)
+    settle()
+    _, index = indexed_tree_state(root, cache=RunCache(), safety_window_ns=WINDOW_NS)
+    assert not any(current for _, _, current in index.known_listings(root, recursive=True).values())
+    make(root, "cnn_afib_seed8", seed=8)  # the root's listing changes: the proof fails
+    assert index.unchanged(root, recursive=True) is None
+    known = index.known_listings(root, recursive=True)
+    assert len(known) == 4 and all(current for _, _, current in known.values())
+    stamped: list[str] = []
+    stamp = read_module.directory_stamp
+
+    def counted(path: str) -> int:
+        stamped.append(path)
+        return stamp(path)
+
+    monkeypatch.setattr(read_module, "directory_stamp", counted)
+    state, spared = indexed_tree_state(
+        root, cache=RunCache(), safety_window_ns=WINDOW_NS, previous=index
+    )
+    assert sorted(stamped) == [str(root), str(root / "cnn_afib_seed8")]
+    monkeypatch.setattr(read_module, "directory_stamp", stamp)
+    _, own = indexed_tree_state(root, cache=RunCache(), safety_window_ns=WINDOW_NS)
+    assert spared.same_as(own) and state.digest == truth(root)
 
 
 @PROPERTY_SETTINGS
