@@ -30,8 +30,6 @@ namesakes and others are left alone (and are not listed in the new manifest).
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import numbers
 import os
@@ -69,7 +67,7 @@ from deepecgkit.io import (
     safe_name,
     short_hash,
 )
-from deepecgkit.memory import release_free_memory
+from deepecgkit.memory import collector_paused, release_free_memory
 from deepecgkit.progress import logged_progress
 from deepecgkit.rundir.format import (
     METRICS_FILENAME,
@@ -647,31 +645,6 @@ def _with_holm(paired: pd.DataFrame) -> pd.DataFrame:
 # --- writing -------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Run the block with Python's cyclic garbage collector paused (its state restored after).
-
-    The report's bookkeeping builds hundreds of thousands of small dicts and
-    lists that stay alive (the cache's 20,000 file memos, the runs, the
-    manifest), and every few hundred allocations the collector walks the
-    objects alive, those of the whole process (a Dagster step's included):
-    in a one-run refresh at 20,000 runs that walk cost more than the work.
-    The blocks paused (loading the cache and assessing the runs, listing
-    earlier figures, saving the cache and writing the manifest) create no
-    reference cycles (the memo, manifest and parsed predictions are trees;
-    checked with ``gc.collect()`` after them), so memory is freed exactly as
-    before, by reference counting. Scoring and drawing run with the
-    collector on.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _csv_bytes(frame: pd.DataFrame) -> bytes:
     """UTF-8 CSV: header, no index, NaN as an empty field, full float precision."""
     return frame_csv_text(frame).encode("utf-8")
@@ -1013,7 +986,9 @@ def statistical_report(
     library_versions = versions(plots=plots)
     bound_to = environment(library_versions)
     naming = root_paths or found
-    with _collector_paused():
+    # Loading the memos and assessing the runs build trees of small dicts and lists, no
+    # cycles (checked with gc.collect() after them): the collector is paused meanwhile.
+    with collector_paused():
         previous = ReportCache.load(out_path / CACHE_FILENAME, bound_to)
         reuse = RowReuse(previous, settings, allow_partial=allow_partial)
         ordered = _assessed(naming, found, unlisted, previous, reuse, columns, allow_partial)
@@ -1052,7 +1027,7 @@ def statistical_report(
         "exclusions.csv": _exclusions(ordered, sorted(rejected, key=lambda row: row["run_id"])),
     }
 
-    with _collector_paused():
+    with collector_paused():
         earlier_figures = _earlier_figures(out_path, previous) if out_path.is_dir() else set()
     # The old manifest goes before the first new file lands: an interrupted
     # rewrite then has no manifest, so nobody mistakes it for a finished report.
@@ -1078,7 +1053,7 @@ def statistical_report(
     _remove_stale_figures(out_path, earlier_figures, figure_entries)
     withheld = withheld_intervals(frames["run_summary.csv"], frames["paired_comparisons.csv"])
     anti_conservative = bool(frames["mcnemar.csv"]["anti_conservative"].any())
-    with _collector_paused():  # (pandas work, which leaves cycles, is done above)
+    with collector_paused():  # (pandas work, which leaves cycles, is done above)
         reuse.kept.save(out_path / CACHE_FILENAME, bound_to)
         # The memo tables, old and new (about 50 MB each at 100,000 runs), are saved and
         # no longer needed: let them go before the manifest's text and bytes are made.

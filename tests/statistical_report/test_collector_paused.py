@@ -1,4 +1,8 @@
-"""The report pauses the cyclic garbage collector only where it creates no reference cycles."""
+"""The report pauses the cyclic garbage collector only where it creates no reference cycles.
+
+The pause itself (nesting, threads, a failing block) is tested with
+:func:`deepecgkit.memory.collector_paused` in ``tests/test_memory.py``.
+"""
 
 from __future__ import annotations
 
@@ -11,21 +15,6 @@ import pytest
 
 from deepecgkit.statistical_report import report
 from tests.statistical_report.test_reuse import _build, write_run
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_the_collectors_state_is_restored(enabled: bool) -> None:
-    was = gc.isenabled()
-    try:
-        (gc.enable if enabled else gc.disable)()
-        with report._collector_paused():
-            assert not gc.isenabled()
-        assert gc.isenabled() is enabled
-        with pytest.raises(RuntimeError), report._collector_paused():
-            raise RuntimeError("a failing block")
-        assert gc.isenabled() is enabled
-    finally:
-        (gc.enable if was else gc.disable)()
 
 
 def test_the_paused_blocks_leave_no_cyclic_garbage(
@@ -46,8 +35,8 @@ def test_the_paused_blocks_leave_no_cyclic_garbage(
             yield
         found.append(gc.collect())
 
-    paused = report._collector_paused
-    monkeypatch.setattr(report, "_collector_paused", counting)
+    paused = report.collector_paused
+    monkeypatch.setattr(report, "collector_paused", counting)
     out = tmp_path / "out"
     _build(root, out)
     write_run(root, "resnet", 1)
