@@ -5,6 +5,14 @@ asset's metadata (``image_<stem>``, see :mod:`deepecg_assets.metadata_images`).
 The compile verdict that drawing settles is kept in the output folder's
 compile cache (``<output>/cache/latex/``, :func:`compile_cache`, outside
 ``tables/``), where the tables' compile checks find it.
+
+The rank, tau and flip tables (and the transfer table,
+:mod:`deepecg_assets.assets.transfer`) check that they compile in the step
+that writes them (:func:`table_compiles`, right after the pictures settled
+the verdicts), and the rank table that the selection left something to
+rank: a check step of its own would cost a one-run refresh its Dagster
+events and an input load per check for a verdict the writing step has at
+hand.
 """
 
 from collections.abc import Mapping
@@ -13,19 +21,22 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
+from deepecg_assets.assets.analysis import WARN_SEVERITY
 from deepecg_assets.metadata_images import picture_name, table_picture_metadata
 from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
 from deepecg_assets.partitions import DATASETS, SINGLE_RUN, dataset_keys, joined
 from deepecg_assets.resources import AnalysisSettings, OutputFolderResource
 from deepecg_assets.sensors import EAGER
-from deepecgkit.analysis.compile_cache import CompileCache
+from deepecgkit.analysis.compile_cache import CompileCache, compile_tables
 from deepecgkit.analysis.latex import (
     FLIP_TABLE_STEM,
     RANK_TABLE_STEM,
     RESULTS_INDEX,
     RESULTS_TABLE_PREFIX,
     TAU_TABLE_STEM,
+    UNICODE_ENGINES,
     flip_survival_table,
+    latex_engine,
     rank_distribution_table,
     results_table,
     table_index_text,
@@ -48,6 +59,25 @@ FLIP_TABLE_TITLE = "flip table"
 RESULTS_TABLE_TITLE = "results table of {dataset}"
 #: Folder of the compile cache, next to the run cache under ``<output>/cache``.
 COMPILE_CACHE_FOLDER = "latex"
+#: Check on ``rank_table``: the analysis selection leaves something to rank.
+SELECTION_CHECK = "selection_leaves_runs_to_rank"
+
+
+def compile_check_name(stem: str) -> str:
+    """The name of the compile check of the table ``<stem>.tex``."""
+    return f"{stem}_tex_compiles"
+
+
+def compile_check_spec(asset: str, stem: str) -> dg.AssetCheckSpec:
+    """The compile check of ``<stem>.tex``, evaluated by the step of ``asset`` that writes it."""
+    return dg.AssetCheckSpec(
+        compile_check_name(stem),
+        asset=asset,
+        description=(
+            f"{stem}.tex compiles with pdflatex in a minimal document. A failure means "
+            "\\input of this table would break the paper's build."
+        ),
+    )
 
 
 def compile_cache(output_folder: OutputFolderResource) -> CompileCache:
@@ -87,6 +117,115 @@ def _written(
 
 def table_paths(output_folder: OutputFolderResource, stems: list[str]) -> list[Path]:
     return [output_folder.tables_dir() / f"{stem}.tex" for stem in stems]
+
+
+def compile_check(
+    paths: list[Path],
+    output_folder: OutputFolderResource | None = None,
+    *,
+    check_name: str | None = None,
+) -> dg.AssetCheckResult:
+    """Compile every table in ``paths`` with the engine it needs; ERROR when one fails.
+
+    A table of plain names compiles with pdflatex; one holding characters
+    pdflatex cannot typeset (CJK, Hebrew ...) with lualatex or xelatex. When
+    that engine is not installed the table is not checked, which fails the
+    check with WARN: it will not compile with the engines this machine has.
+
+    Verdicts come from the output folder's compile cache
+    (:func:`~deepecg_assets.assets.tables.compile_cache`) when a picture's
+    drawing or an earlier check settled them for the same text and engine;
+    the rest are compiled concurrently and stored. A long table (the flip
+    table of a large sweep) is compiled as one body line of each form, in
+    pieces, concurrently, each cached by its own text, and fails when one
+    piece fails, naming the body lines it spans
+    (:func:`~deepecgkit.analysis.compile_cache.check_pieces`; the module says
+    why the whole compiles when every piece does). Without ``output_folder``
+    nothing is looked up or stored. A stored failure fails the
+    check with the LaTeX error lines it was stored with. ``check_name``
+    names the check when the asset holds more than one.
+    """
+    if latex_engine() is None:
+        return dg.AssetCheckResult(
+            check_name=check_name,
+            passed=True,
+            description="no LaTeX engine (pdflatex) is installed here; compilation not checked",
+            metadata={"checked": False},
+        )
+    failures: dict[str, str] = {}
+    unchecked: dict[str, str] = {}
+    engine_paths: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for path in paths:
+        try:
+            table = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            failures[path.name] = f"cannot read: {exc}"
+            continue
+        engine = latex_engine(table)
+        if engine is None:
+            unchecked[path.name] = (
+                f"needs {' or '.join(UNICODE_ENGINES)} (characters pdflatex cannot typeset); "
+                "none is installed here"
+            )
+            continue
+        engine_paths[path.name], texts[path.name] = engine, table
+    cache = compile_cache(output_folder) if output_folder is not None else None
+    verdicts = compile_tables(texts, engine_paths, cache=cache)
+    failures |= {name: reason for name, (ok, reason) in verdicts.items() if not ok}
+    engines = {name: Path(engine).name for name, engine in engine_paths.items()}
+    compiled = len(paths) - len(failures) - len(unchecked)
+    return dg.AssetCheckResult(
+        check_name=check_name,
+        passed=not failures and not unchecked,
+        severity=dg.AssetCheckSeverity.ERROR if failures else WARN_SEVERITY,
+        description=(
+            f"{compiled} of {len(paths)} table(s) compile"
+            + (f"; {len(unchecked)} need an engine that is not installed" if unchecked else "")
+        ),
+        metadata={
+            "checked": True,
+            "engine": dg.MetadataValue.json(engines),
+            "failures": dg.MetadataValue.json(failures),
+            "unchecked": dg.MetadataValue.json(unchecked),
+        },
+    )
+
+
+def table_compiles(stem: str, output_folder: OutputFolderResource) -> dg.AssetCheckResult:
+    """The compile check of ``<stem>.tex``, once it is written and its picture drawn.
+
+    Drawing the picture settled the verdict for the table's text in the
+    compile cache, so the check usually compiles nothing itself.
+    """
+    return compile_check(
+        table_paths(output_folder, [stem]), output_folder, check_name=compile_check_name(stem)
+    )
+
+
+def _checked(written: dg.MaterializeResult, *checks: dg.AssetCheckResult) -> dg.MaterializeResult:
+    """``written`` (see :func:`_written`) with the step's check results."""
+    return dg.MaterializeResult(metadata=written.metadata, check_results=list(checks))
+
+
+def selection_check(cells: int, analysis: AnalysisSettings) -> dg.AssetCheckResult:
+    """ERROR when nothing was ranked (``cells`` ranked cells): every table on it would be empty."""
+    selection = {
+        "metric": analysis.metric,
+        "models": analysis.models or "all",
+        "datasets": analysis.datasets or "all",
+    }
+    return dg.AssetCheckResult(
+        check_name=SELECTION_CHECK,
+        passed=cells > 0,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=(
+            f"{cells} (dataset, model) cell(s) ranked"
+            if cells
+            else "nothing to rank: no seeded run with a finite value matches the selection"
+        ),
+        metadata={"cells": cells, "selection": dg.MetadataValue.json(selection)},
+    )
 
 
 def results_table_stem(key: str) -> str:
@@ -176,7 +315,23 @@ def remove_stale(directory: Path, *, pattern: str, current: set[str]) -> list[st
     return removed
 
 
-@dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
+@dg.asset(
+    group_name=TABLES_GROUP,
+    automation_condition=EAGER,
+    kinds=_KINDS,
+    check_specs=[
+        dg.AssetCheckSpec(
+            SELECTION_CHECK,
+            asset="rank_table",
+            description=(
+                "The configured metric, models and datasets leave something to rank. A "
+                "failure means the rank, tau and flip tables are empty: the analysis "
+                "selection matches no run."
+            ),
+        ),
+        compile_check_spec("rank_table", RANK_TABLE_STEM),
+    ],
+)
 def rank_table(
     rank_distribution: dict[str, pd.DataFrame],
     tau_summary: dict[str, pd.DataFrame],
@@ -185,9 +340,11 @@ def rank_table(
 ) -> dg.MaterializeResult:
     """``rank_distribution.tex``: how often each model attained each rank over seeds.
 
-    With Kendall tau notes under the table. Look at: the preview and its compile check.
+    With Kendall tau notes under the table. Look at: the preview, its compile
+    check, and ``selection_leaves_runs_to_rank`` (red: the selection ranks nothing).
     """
     analysis.checked()
+    cells = sum(len(frame) for frame in rank_distribution.values())  # one row per ranked cell
     tables = {
         RANK_TABLE_STEM: rank_distribution_table(
             joined(rank_distribution),
@@ -197,10 +354,20 @@ def rank_table(
         )
     }
     titles = {RANK_TABLE_STEM: RANK_TABLE_TITLE}
-    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles, output_folder)
+    written = _written(
+        write_tables(tables, output_folder.tables_dir()), tables, titles, output_folder
+    )
+    return _checked(
+        written, selection_check(cells, analysis), table_compiles(RANK_TABLE_STEM, output_folder)
+    )
 
 
-@dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
+@dg.asset(
+    group_name=TABLES_GROUP,
+    automation_condition=EAGER,
+    kinds=_KINDS,
+    check_specs=[compile_check_spec("tau_table", TAU_TABLE_STEM)],
+)
 def tau_table(
     tau_summary: dict[str, pd.DataFrame],
     analysis: AnalysisSettings,
@@ -216,10 +383,18 @@ def tau_table(
         )
     }
     titles = {TAU_TABLE_STEM: TAU_TABLE_TITLE}
-    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles, output_folder)
+    written = _written(
+        write_tables(tables, output_folder.tables_dir()), tables, titles, output_folder
+    )
+    return _checked(written, table_compiles(TAU_TABLE_STEM, output_folder))
 
 
-@dg.asset(group_name=TABLES_GROUP, automation_condition=EAGER, kinds=_KINDS)
+@dg.asset(
+    group_name=TABLES_GROUP,
+    automation_condition=EAGER,
+    kinds=_KINDS,
+    check_specs=[compile_check_spec("flip_table", FLIP_TABLE_STEM)],
+)
 def flip_table(
     flip_grid: pd.DataFrame, analysis: AnalysisSettings, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
@@ -239,4 +414,7 @@ def flip_table(
         )
     }
     titles = {FLIP_TABLE_STEM: FLIP_TABLE_TITLE}
-    return _written(write_tables(tables, output_folder.tables_dir()), tables, titles, output_folder)
+    written = _written(
+        write_tables(tables, output_folder.tables_dir()), tables, titles, output_folder
+    )
+    return _checked(written, table_compiles(FLIP_TABLE_STEM, output_folder))

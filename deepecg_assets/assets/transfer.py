@@ -16,7 +16,13 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from deepecg_assets.assets.tables import PREVIEW_CHARACTERS, remove_stale
+from deepecg_assets.assets.analysis import WARN_SEVERITY
+from deepecg_assets.assets.tables import (
+    PREVIEW_CHARACTERS,
+    compile_check_name,
+    remove_stale,
+    table_compiles,
+)
 from deepecg_assets.metadata_images import figure_metadata, picture_name, table_picture_metadata
 from deepecg_assets.parquet_frames import STORED_METADATA, StoredFrame
 from deepecg_assets.resources import OutputFolderResource
@@ -57,6 +63,8 @@ TRANSFER_COLUMNS = [
     "note",
 ]
 NO_CHECKPOINTS = "no discovered run kept an encoder checkpoint"
+#: Check on ``transfer_matrix``: every cell has a score.
+CELLS_CHECK = "every_transfer_cell_scored"
 #: Failed cells listed in metadata.
 LISTED_CELLS = 20
 
@@ -95,18 +103,44 @@ def _transfer_rows(matrix) -> list[dict]:
     return rows
 
 
+def cells_check(cells: pd.DataFrame) -> dg.AssetCheckResult:
+    """WARN when a transfer cell has no score (the transfer table would print it empty)."""
+    failed = failed_cells(cells)
+    return dg.AssetCheckResult(
+        check_name=CELLS_CHECK,
+        passed=not failed,
+        severity=WARN_SEVERITY,
+        description=f"{len(failed)} of {len(cells)} transfer cell(s) have no score",
+        metadata={
+            "failed_cells": len(failed),
+            "notes": dg.MetadataValue.json(failed[:LISTED_CELLS]),
+        },
+    )
+
+
 @dg.asset(
     group_name=TRANSFER_GROUP,
     automation_condition=EAGER,
     kinds={"pytorch", "csv"},
     ins={"discovered_runs": dg.AssetIn(metadata={STORED_METADATA: True})},
+    check_specs=[
+        dg.AssetCheckSpec(
+            CELLS_CHECK,
+            asset="transfer_matrix",
+            description=(
+                "Every transfer cell has a score. A failure means the transfer table prints "
+                "an empty cell (an unreadable checkpoint empties its row); see notes for the "
+                "reason."
+            ),
+        )
+    ],
 )
 def transfer_matrix(
     context: dg.AssetExecutionContext,
     config: TransferConfig,
     discovered_runs: StoredFrame,
     output_folder: OutputFolderResource,
-) -> dg.Output[pd.DataFrame]:
+):
     """Probe score per (encoder source, probe target) for every architecture with checkpoints.
 
     A linear probe on frozen encoders: how well features learned on one
@@ -130,8 +164,9 @@ def transfer_matrix(
         context.log.info("transfer matrix skipped: %s", NO_CHECKPOINTS)
         # Cells of checkpoints that are gone: a clean build would have none.
         remove_file(transfer_cache_path(output_folder))
-        return dg.Output(
-            pd.DataFrame(columns=TRANSFER_COLUMNS),
+        empty = pd.DataFrame(columns=TRANSFER_COLUMNS)
+        yield dg.Output(
+            empty,
             metadata={
                 "skipped": NO_CHECKPOINTS,
                 "reused_cells": 0,
@@ -139,6 +174,8 @@ def transfer_matrix(
                 "missing_checkpoints": dg.MetadataValue.json(missing),
             },
         )
+        yield cells_check(empty)
+        return
 
     from deepecgkit.evaluation.transfer import cross_dataset_transfer, protocol_data_module
     from deepecgkit.evaluation.transfer_cache import TransferCellCache
@@ -182,7 +219,7 @@ def transfer_matrix(
     cache.save(cache_path)
     context.log.info("transfer cells: %d reused, %d computed", cache.reused, cache.computed)
     failed = failed_cells(frame)
-    return dg.Output(
+    yield dg.Output(
         frame,
         metadata={
             "architectures": ", ".join(sorted(frame["model_name"].unique())),
@@ -199,6 +236,7 @@ def transfer_matrix(
             "skipped": dg.MetadataValue.json(skipped),
         },
     )
+    yield cells_check(frame)
 
 
 def runs_with_checkpoints(runs: pd.DataFrame) -> pd.DataFrame:
@@ -256,7 +294,21 @@ def matrix_frame(cells: pd.DataFrame) -> pd.DataFrame:
     return matrix.reindex(index=[s for s in sources if s in matrix.index])
 
 
-@dg.asset(group_name=TRANSFER_GROUP, automation_condition=EAGER, kinds={"latex", "png"})
+@dg.asset(
+    group_name=TRANSFER_GROUP,
+    automation_condition=EAGER,
+    kinds={"latex", "png"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            compile_check_name(TRANSFER_TABLE_STEM),
+            asset="transfer_table",
+            description=(
+                "transfer_matrix.tex compiles with pdflatex (when there are checkpoints). A "
+                "failure means \\input of the transfer table would break the paper's build."
+            ),
+        )
+    ],
+)
 def transfer_table(
     transfer_matrix: pd.DataFrame, output_folder: OutputFolderResource
 ) -> dg.MaterializeResult:
@@ -275,7 +327,15 @@ def transfer_table(
         # Files of an earlier matrix describe checkpoints that are gone.
         stale = remove_stale(tables_dir, pattern=f"{TRANSFER_TABLE_STEM}*", current=set())
         return dg.MaterializeResult(
-            metadata={"skipped": NO_CHECKPOINTS, "removed_stale": dg.MetadataValue.json(stale)}
+            metadata={"skipped": NO_CHECKPOINTS, "removed_stale": dg.MetadataValue.json(stale)},
+            check_results=[
+                dg.AssetCheckResult(
+                    check_name=compile_check_name(TRANSFER_TABLE_STEM),
+                    passed=True,
+                    description="no transfer table: no run kept an encoder checkpoint",
+                    metadata={"checked": False},
+                )
+            ],
         )
     from deepecgkit.evaluation.visualization import plot_transfer_matrix
 
@@ -331,4 +391,5 @@ def transfer_table(
         metadata[f"figure_{figure.stem}"] = dg.MetadataValue.path(str(figure))
     metadata |= images
     metadata |= figure_metadata(figures[0], alt=f"transfer heat map of {architectures[0]}")
-    return dg.MaterializeResult(metadata=metadata)
+    check = table_compiles(TRANSFER_TABLE_STEM, output_folder)
+    return dg.MaterializeResult(metadata=metadata, check_results=[check])

@@ -18,7 +18,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from deepecg_assets.checks import _compile_check
+from deepecg_assets.assets.tables import compile_check
 from deepecg_assets.definitions import defs
 from deepecg_assets.parquet_frames import frame_from_parquet, frame_to_parquet
 from deepecg_assets.resources import OutputFolderResource, RunRootsResource
@@ -338,5 +338,5 @@ def test_unicode_dataset_names_give_tables_that_compile(platform, tmp_path: Path
         assert set(engines.values()) == {"pdflatex", Path(latex_engine("中")).name}
     broken = tmp_path / "broken.tex"
     broken.write_text("\\begin{table}\\undefinedcommand\\end{table}\n", encoding="utf-8")
-    failed = _compile_check([broken])
+    failed = compile_check([broken])
     assert not failed.passed and failed.severity == dg.AssetCheckSeverity.ERROR

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from PIL import Image
 
 from deepecg_assets import metadata_images
-from deepecg_assets.checks import _compile_check
+from deepecg_assets.assets.tables import compile_check
 from deepecg_assets.metadata_images import shows_source, table_picture_metadata, with_source
 from deepecg_assets.resources import OutputFolderResource
 from deepecgkit.analysis.compile_cache import CompileCache
@@ -167,14 +167,14 @@ def test_a_kept_pictures_metadata_copy_is_shrunk_once(tmp_path: Path, monkeypatc
     assert first == metadata_images.png_markdown(big, "t"), "the same copy as without a cache"
 
 
-def test_a_cached_failure_still_fails_the_compile_check(tmp_path: Path, engine_calls: Path) -> None:
+def test_a_cached_failure_still_fails_thecompile_check(tmp_path: Path, engine_calls: Path) -> None:
     output = OutputFolderResource(path=str(tmp_path / "out"))
     broken = output.tables_dir() / "broken.tex"
     broken.parent.mkdir(parents=True)
     broken.write_text(_table("\\undefinedcommand"), encoding="utf-8")
-    first = _compile_check([broken], output)
+    first = compile_check([broken], output)
     assert _runs(engine_calls) == 1
-    again = _compile_check([broken], output)
+    again = compile_check([broken], output)
     assert _runs(engine_calls) == 1, "the stored failure answered"
     for result in (first, again):
         assert not result.passed and result.severity == dg.AssetCheckSeverity.ERROR
@@ -182,7 +182,7 @@ def test_a_cached_failure_still_fails_the_compile_check(tmp_path: Path, engine_c
     assert failures == first.metadata["failures"].value
     assert "Undefined control sequence" in failures["broken.tex"]
     broken.write_text(_table("fixed"), encoding="utf-8")
-    assert _compile_check([broken], output).passed and _runs(engine_calls) == 2
+    assert compile_check([broken], output).passed and _runs(engine_calls) == 2
 
 
 def test_a_table_that_spans_pages_gets_no_picture_and_says_why(tmp_path: Path) -> None:
