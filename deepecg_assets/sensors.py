@@ -89,6 +89,9 @@ SENSOR_INTERVAL_SECONDS = 60
 #: Environment variable overriding the interval; read when the code location loads,
 #: because the interval is part of the sensor's definition.
 SENSOR_INTERVAL_ENV = "DEEPECG_SENSOR_INTERVAL"
+#: Seconds the sensor's minimum interval is set below the interval a user asked for (see
+#: :func:`daemon_minimum_interval`).
+DAEMON_LOOP_SLACK_SECONDS = 1
 #: Seconds between automation ticks (Dagster's default); a shorter sensor interval
 #: shortens it too, so a site (or a test) that polls the runs often also sees the
 #: cross-dataset assets refreshed soon after. Dagster's asset daemon ticks at most
@@ -118,6 +121,26 @@ def sensor_interval_seconds() -> int:
             f"as a positive whole number (default {SENSOR_INTERVAL_SECONDS})"
         )
     return int(text)
+
+
+def daemon_minimum_interval(seconds: int) -> int:
+    """The ``minimum_interval_seconds`` under which Dagster's daemon ticks every ``seconds``.
+
+    The sensor daemon looks at its sensors once per loop, every 5 s
+    (``MIN_INTERVAL_LOOP_TIME`` in ``dagster._daemon.sensor``, start to start),
+    and evaluates a sensor when at least its minimum interval has passed
+    since its last tick *started*. With a minimum interval equal to a whole
+    number of loops, the loop that should evaluate it comes a few
+    milliseconds early about half the time, and the tick waits one more loop:
+    an interval of 5 s gave ticks 10 s apart in three of five intervals at
+    100,000 runs (``benchmarks/bench_platform.py``, docs/benchmarks.md,
+    session 28), so a new run waited up to twice the interval before its
+    refresh was requested. A minimum one second shorter
+    (:data:`DAEMON_LOOP_SLACK_SECONDS`) is passed by that loop, so the ticks
+    come ``seconds`` apart (an interval that is no whole number of loops is
+    rounded up to the next loop, as before). At least 1 s.
+    """
+    return max(1, seconds - DAEMON_LOOP_SLACK_SECONDS)
 
 
 def built_dataset_states(instance: dg.DagsterInstance) -> dict[str, str]:
@@ -227,7 +250,7 @@ def _save_index(context: dg.SensorEvaluationContext, index: TreeIndex, path: Pat
 @dg.sensor(
     name="new_runs_sensor",
     target=REFRESH_SELECTION,
-    minimum_interval_seconds=sensor_interval_seconds(),
+    minimum_interval_seconds=daemon_minimum_interval(sensor_interval_seconds()),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Watches the run roots ($DEEPECG_RUNS) every minute: the path, modification time and "

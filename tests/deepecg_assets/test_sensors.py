@@ -15,6 +15,7 @@ from deepecg_assets.resources import OutputFolderResource, RunRootsResource
 from deepecg_assets.sensors import (
     SENSOR_INTERVAL_ENV,
     SENSOR_INTERVAL_SECONDS,
+    daemon_minimum_interval,
     new_runs_sensor,
     sensor_interval_seconds,
 )
@@ -264,6 +265,27 @@ def test_eager_combines_run_once_after_several_dataset_refreshes(platform) -> No
     assert "flip_grid" in combined and "flip_table" in combined and "rank_table" in combined
     assert not set(PER_DATASET_ASSETS) & combined, "automation never recomputes a partition"
     assert "cnn_afib_seed13" in "".join(platform.frame("run_metrics")["run_dir"].map(str))
+
+
+def _seconds_between_ticks(minimum: int, drift: float) -> float:
+    """When Dagster's daemon (a loop every 5 s, each ``drift`` s off) ticks again after a tick."""
+    from dagster._daemon.sensor import MIN_INTERVAL_LOOP_TIME
+
+    loop = 1
+    while loop * MIN_INTERVAL_LOOP_TIME + drift < minimum:  # the sensor is not due yet
+        loop += 1
+    return loop * MIN_INTERVAL_LOOP_TIME
+
+
+def test_the_sensor_ticks_at_the_daemon_loop_that_ends_its_interval() -> None:
+    """A minimum interval equal to the interval misses the loop that comes a hair early."""
+    assert new_runs_sensor.minimum_interval_seconds == daemon_minimum_interval(
+        sensor_interval_seconds()
+    )
+    for interval, expected in ((1, 5), (5, 5), (7, 10), (10, 10), (60, 60)):
+        for drift in (-0.05, -0.001, 0.001, 0.05):
+            assert _seconds_between_ticks(daemon_minimum_interval(interval), drift) == expected
+    assert _seconds_between_ticks(5, -0.001) == 10, "the interval itself waits a loop more"
 
 
 def test_sensor_interval_comes_from_the_environment(monkeypatch) -> None:
