@@ -345,13 +345,14 @@ class MetricNames(Collection[str]):
     quote or a backslash is a key of some text exactly when ``"name"``
     occurs in it. Other names, a frame whose texts hold an escape (a
     backslash: the name may be written escaped), iteration and ``len`` use
-    the full set, computed once. Non-ASCII names match as written (the
-    texts are UTF-8).
+    the full set, computed once. The texts' bytes are also gathered once, on
+    the first search. Non-ASCII names match as written (the texts are UTF-8).
     """
 
     def __init__(self, frame: pd.DataFrame) -> None:
         self._frame = frame
         self._names: set[str] | None = None
+        self._body: bytes | None = None
 
     def _all(self) -> set[str]:
         if self._names is None:
@@ -363,7 +364,9 @@ class MetricNames(Collection[str]):
             return name in self._all()
         if _UNSEARCHABLE & set(name):
             return name in self._all()
-        body = _text_bytes(_metrics_texts(self._frame))
+        if self._body is None:
+            self._body = _text_bytes(_metrics_texts(self._frame))
+        body = self._body
         if b"\\" in body:  # an escaped character somewhere: the decoder's names decide
             return name in self._all()
         # Every text is a JSON object, ``{`` to ``}``, and the name holds no brace, so the
