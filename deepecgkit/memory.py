@@ -84,8 +84,10 @@ def collector_paused() -> Iterator[None]:
     Phases nest and may overlap across threads: the collector is switched
     off by the first phase to enter and back on by the last to leave, and
     only if it was on before the first (a caller that disabled it keeps it
-    disabled). Use it around bulk building of acyclic containers that ends,
-    never around a wait or a call back into code the phase does not know.
+    disabled). Use it around a phase that ends (no wait on another process
+    or a person) and builds many containers but few reference cycles: a
+    cycle made inside (a bounded database query of the platform's, say)
+    lives until the first collection after the phase.
     """
     with _PAUSES.lock:
         if _PAUSES.active == 0:
