@@ -795,15 +795,24 @@ class RunCache:
         self.prune(self._visited)
         return before - len(self._rows)
 
-    def _dataset_entries(self) -> dict[str, list[tuple[str, int, int]]]:
+    def _visited_entries(self) -> tuple[list[str], list[int], list[int], list[str | None]]:
+        """The visited readable runs' directories, mtimes (ns), sizes and datasets, as lists."""
+        visited = [path for path in self._visited if path in self._rows]
+        _, mtimes, sizes, datasets = self._entries_of(visited)
+        return visited, mtimes, sizes, datasets
+
+    def _dataset_entries(
+        self,
+        entries: tuple[list[str], list[int], list[int], list[str | None]] | None = None,
+    ) -> dict[str, list[tuple[str, int, int]]]:
         """The visited readable runs' ``(directory, mtime_ns, size)`` by dataset, both sorted.
 
         Grouped first, then each group sorted by directory (directories are
         unique, so this is the order of sorting the whole tuples): no
-        comparison of dataset names per pair of runs.
+        comparison of dataset names per pair of runs. ``entries`` are
+        :meth:`_visited_entries` where the caller has them already.
         """
-        visited = [path for path in self._visited if path in self._rows]
-        _, mtimes, sizes, datasets = self._entries_of(visited)
+        visited, mtimes, sizes, datasets = entries or self._visited_entries()
         numbers: dict[str, list[int]] = {}
         for number, dataset in enumerate(datasets):
             if dataset is not None:
@@ -852,12 +861,12 @@ class RunCache:
         :func:`~deepecgkit.rundir.read.discover_run_frame`) compute the
         same map for the same tree. Keys are sorted.
         """
-        visited = [path for path in self._visited if path in self._rows]
-        _, mtimes, sizes, datasets = self._entries_of(visited)
-        digests = _columnar_digests(visited, mtimes, sizes, datasets)
+        entries = self._visited_entries()
+        digests = _columnar_digests(*entries)
         if digests is not None:
             return digests
-        return {dataset: _digest(group) for dataset, group in self._dataset_entries().items()}
+        groups = self._dataset_entries(entries)
+        return {dataset: _digest(group) for dataset, group in groups.items()}
 
     # --- the file -------------------------------------------------------------------------------
 
