@@ -155,6 +155,11 @@ class FileState(NamedTuple):
     size: int
 
 
+#: Runs as parallel lists: directories, metrics-file mtimes (ns), sizes and datasets (None:
+#: no readable record).
+_Entries = tuple[list[str], list[int], list[int], list[str | None]]
+
+
 class FileStates(Sequence[FileState]):
     """Many metrics file states as three parallel columns, each :class:`FileState` made on demand.
 
@@ -795,7 +800,7 @@ class RunCache:
         self.prune(self._visited)
         return before - len(self._rows)
 
-    def _visited_entries(self) -> tuple[list[str], list[int], list[int], list[str | None]]:
+    def _visited_entries(self) -> _Entries:
         """The visited readable runs' directories, mtimes (ns), sizes and datasets, as lists."""
         visited = [path for path in self._visited if path in self._rows]
         _, mtimes, sizes, datasets = self._entries_of(visited)
@@ -803,7 +808,7 @@ class RunCache:
 
     def _dataset_entries(
         self,
-        entries: tuple[list[str], list[int], list[int], list[str | None]] | None = None,
+        entries: _Entries | None = None,
     ) -> dict[str, list[tuple[str, int, int]]]:
         """The visited readable runs' ``(directory, mtime_ns, size)`` by dataset, both sorted.
 
