@@ -20,6 +20,7 @@ from deepecg_assets.assets.analysis import WARN_SEVERITY
 from deepecg_assets.assets.tables import (
     PREVIEW_CHARACTERS,
     compile_check_name,
+    compile_check_spec,
     remove_stale,
     table_compiles,
 )
@@ -299,14 +300,7 @@ def matrix_frame(cells: pd.DataFrame) -> pd.DataFrame:
     automation_condition=EAGER,
     kinds={"latex", "png"},
     check_specs=[
-        dg.AssetCheckSpec(
-            compile_check_name(TRANSFER_TABLE_STEM),
-            asset="transfer_table",
-            description=(
-                "transfer_matrix.tex compiles with pdflatex (when there are checkpoints). A "
-                "failure means \\input of the transfer table would break the paper's build."
-            ),
-        )
+        compile_check_spec("transfer_table", TRANSFER_TABLE_STEM, when="when there are checkpoints")
     ],
 )
 def transfer_table(
