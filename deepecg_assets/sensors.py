@@ -16,7 +16,11 @@ from. That baseline is read from the instance, not from the cursor: each
 ``discovered_runs`` materialisation records the dataset digests it saw, and
 a partition was built from the last discovery before its own
 materialisation. So the first tick after a build made outside the daemon
-(the README's command, a CLI materialisation) launches nothing.
+(the README's command, a CLI materialisation) launches nothing. Every run
+it requests is tagged with the checksum of the index it saved
+(:data:`TREE_INDEX_TAG`): the run's discovery takes this scan from that
+index instead of proving the tree a second time, seconds later (a change
+in between is the next tick's, as any change after a scan is).
 
 One :class:`~dagster.SensorResult` per tick carries:
 
@@ -78,6 +82,11 @@ COMBINE_SELECTION = REFRESH_SELECTION - dg.AssetSelection.assets(*PER_DATASET_AS
 #: automation sensor's). ``deploy/dagster.yaml`` limits runs with it to one at a time, so
 #: two combines never run at once, whichever daemon thread requested them.
 COMBINES_TAG = "deepecg/combines"
+#: Tag of a run the sensor requested: the checksum of the tree index its tick saved
+#: (:attr:`~deepecgkit.rundir.tree_index.TreeIndex.checksum`). While that index is the
+#: saved one, the run's discovery takes the tick's scan from it instead of proving the
+#: tree again (:mod:`deepecg_assets.assets.discovery`).
+TREE_INDEX_TAG = "deepecg/tree_index"
 #: A tick whose scan changed at least this share of the run cache's entries (a new sweep)
 #: saves it for the discovery it requests; below it, saving the whole cache would cost the
 #: tick more than parsing those runs again costs discovery.
@@ -180,6 +189,7 @@ def refresh_requests(
     dataset_refresh: Sequence[dg.AssetKey],
     combines: Sequence[dg.AssetKey],
     others_in_flight: bool = False,
+    tree_index: str | None = None,
 ) -> tuple[list[dg.RunRequest], list[str], list[str]]:
     """The run requests of one tick, and the partition keys to add and to delete.
 
@@ -193,11 +203,14 @@ def refresh_requests(
             would then run them next to another run's combines or partitions (two
             combines, one reading a partition another run is rewriting), so the
             changed dataset gets a partition-only run and the eager combines wait.
+        tree_index: the checksum of the tree index the tick saved, tagged on every
+            request (:data:`TREE_INDEX_TAG`); None (not saved) tags nothing.
     """
     added = sorted(set(current) - registered)
     gone = sorted(registered - set(current))
     changed = sorted(key for key, digest in current.items() if built.get(key) != digest)
     single = len(changed) == 1 and not others_in_flight
+    scanned = {} if tree_index is None else {TREE_INDEX_TAG: tree_index}
     requests = [
         dg.RunRequest(
             run_key=f"{key}:{built.get(key, 'new')}->{current[key]}",
@@ -207,6 +220,7 @@ def refresh_requests(
                 "deepecg/dataset": key,
                 "deepecg/dataset_state": current[key],
                 **({COMBINES_TAG: "true"} if single else {}),
+                **scanned,
             },
         )
         for key in changed
@@ -216,7 +230,11 @@ def refresh_requests(
             dg.RunRequest(
                 run_key="removed:" + ",".join(f"{key}:{built.get(key, '')}" for key in gone),
                 asset_selection=[dg.AssetKey(DISCOVERY_ASSET), *combines],
-                tags={"deepecg/removed_datasets": ",".join(gone)[:200], COMBINES_TAG: "true"},
+                tags={
+                    "deepecg/removed_datasets": ",".join(gone)[:200],
+                    COMBINES_TAG: "true",
+                    **scanned,
+                },
             )
         )
     return requests, added, gone
@@ -239,12 +257,17 @@ def _unchanged_result(summary: TreeSummary) -> dg.SensorResult:
     )
 
 
-def _save_index(context: dg.SensorEvaluationContext, index: TreeIndex, path: Path) -> None:
-    """Save the tree index; a failure only costs the next tick a full scan (logged)."""
+def _save_index(context: dg.SensorEvaluationContext, index: TreeIndex, path: Path) -> str | None:
+    """Save the tree index: its checksum, or None when it could not be saved (logged).
+
+    A failure only costs the next tick a full scan, and the requested discovery its proof.
+    """
     try:
         index.save(path)
     except OSError as exc:
         context.log.warning("cannot save the tree index %s (%s); ticks scan in full", path, exc)
+        return None
+    return index.checksum
 
 
 @dg.sensor(
@@ -290,7 +313,7 @@ def _tick(
         return _unchanged_result(quick)
     cache = RunCache.load(output_folder.cache_file())
     state, index = indexed_tree_state(roots, recursive=recursive, cache=cache, previous=index)
-    _save_index(context, index, index_file)
+    saved = _save_index(context, index, index_file)
     pending = _pending_note(state.pending)
     if state.digest == context.cursor:
         return _unchanged_result(index.summary())
@@ -318,6 +341,7 @@ def _tick(
             dg.RunsFilter(statuses=list(IN_FLIGHT_STATUSES))
         )
         > 0,
+        tree_index=saved,
     )
     if gone:
         remove_stored_partitions(output_folder.frames_dir(), gone)

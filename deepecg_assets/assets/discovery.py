@@ -6,9 +6,14 @@ read), duplicates and failures are resolved per (dataset, model, seed) with
 the same rules everywhere, and the run cache makes a rescan cost one ``stat``
 per unchanged run's metrics file. The scan also saves the tree index the
 sensor keeps (:mod:`deepecgkit.rundir.tree_index`), and reads the last one
-first: when it proves the tree unchanged since it was written (a refresh
-the sensor's tick requested has just written it), its candidates and their
-states are the scan's and nothing is walked; otherwise a run directory whose
+first. In a run the sensor requested, while that index is still the one
+the requesting tick saved (its checksum is the run's
+:data:`~deepecg_assets.sensors.TREE_INDEX_TAG`), the tick's scan is the
+scan: its candidates and their states are taken from the index and
+nothing is walked or proven again (the tick scanned the tree a few seconds
+earlier; a change since is the next tick's). Any other index, when it
+proves the tree unchanged since it was written, gives its candidates and
+states the same way; otherwise a run directory whose
 change time is the one recorded there is not listed again (one more
 ``stat`` instead of a listing), and an index of this scan that records
 exactly what the last one does is not written again. The run cache is saved
@@ -33,6 +38,7 @@ from deepecg_assets.resources import (
     RunRootError,
     RunRootsResource,
 )
+from deepecg_assets.sensors import TREE_INDEX_TAG
 from deepecgkit._compat import moved_names
 from deepecgkit.memory import collector_paused
 from deepecgkit.rundir.cache import RunCache
@@ -68,6 +74,9 @@ RESAVE_CHANGED_SHARE = 0.01
 #: tree index after it proved the tree unchanged (a refresh after the sensor's tick).
 SCAN_WALKED = "walked"
 SCAN_PROVEN = "taken from the tree index, proven unchanged"
+#: The ``scan`` metadata of a run the sensor requested, while the index its tick saved is
+#: still the saved one: that tick's scan, taken from the index without a proof.
+SCAN_TICKED = "taken from the tree index of the tick that requested this run"
 
 
 def runs_health_check(diagnostics: dict[str, list[str]]) -> dg.AssetCheckResult:
@@ -167,10 +176,16 @@ def _discovered(
         raise dg.Failure(description=str(exc)) from None
     recursive = run_roots.is_recursive()
     index_file = output_folder.tree_index_file()
-    # In a refresh this is the sensor's index of this very tree: when it proves the tree
-    # unchanged since, its candidates are the scan's and no directory is walked.
+    # In a refresh this is the sensor's index of this very tree, saved by the tick that
+    # requested the run: its candidates are that tick's scan, and no directory is walked
+    # (nor is the tree proven again: 200,000 stat calls at 100,000 runs). An index that is
+    # not that tick's gives its candidates when it proves the tree unchanged since.
     loaded = TreeIndex.load(index_file)
-    proven = None if loaded is None else loaded.unchanged_candidates(roots, recursive=recursive)
+    proven, scan = None, SCAN_PROVEN
+    if loaded is not None and loaded.checksum == context.run.tags.get(TREE_INDEX_TAG):
+        proven, scan = loaded.recorded_candidates(), SCAN_TICKED
+    if loaded is not None and proven is None:
+        proven, scan = loaded.unchanged_candidates(roots, recursive=recursive), SCAN_PROVEN
     known = None
     if loaded is not None and proven is None:
         known = loaded.known_listings(roots, recursive=recursive)
@@ -211,7 +226,7 @@ def _discovered(
     parsed, reused, damaged = cache.misses, cache.hits, cache.damaged
     # The cache holds every run's columns (about 100 MB at 100,000 runs): let it go before
     # the names are checked, so that it is not resident next to their temporaries.
-    scan = SCAN_WALKED if proven is None else SCAN_PROVEN
+    scan = SCAN_WALKED if proven is None else scan
     del cache, listing, known, proven
     models = set(frame["model"].tolist())
     analysis.check_names(metrics=MetricNames(frame), models=models, datasets=set(keys.values()))

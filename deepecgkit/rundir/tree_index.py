@@ -181,6 +181,9 @@ class TreeIndex:
         #: Whether :meth:`unchanged` re-listed directories and updated their stamps:
         #: saving the index then spares the next tick the same listings.
         self.refreshed = False
+        #: SHA-256 of the body this index was last saved as or loaded from (None before
+        #: either): names one saved scan, so a run requested for it can ask for it.
+        self.checksum: str | None = None
 
     @property
     def digest(self) -> str:
@@ -367,11 +370,26 @@ class TreeIndex:
         reasons the index does not keep, and an irregular entry has no state
         to give, so its place among the candidates is not recorded.
         """
+        recorded = self.recorded_candidates()
+        if recorded is None or self.unchanged(roots, recursive=recursive) is None:
+            return None
+        return recorded
+
+    def recorded_candidates(self) -> FileStates | None:
+        """The candidates and metrics file states the scan of this index found, unproven.
+
+        What :meth:`unchanged_candidates` gives once the tree is proven, as of
+        the scan instead of now: for a caller that wants that very scan (a
+        discovery the sensor's tick requested right after it saved this index,
+        see :attr:`checksum`), not the tree's present state. A change since the
+        scan is the next tick's: its proof fails on it, it scans, and its digest
+        differs from the one this scan gave. None where the scan met a
+        directory that could not be listed or an irregular metrics entry (as
+        :meth:`unchanged_candidates`).
+        """
         fields = self._fields
         try:
             if fields["problems"] or fields["irregular"]:
-                return None
-            if self.unchanged(roots, recursive=recursive) is None:
                 return None
             return FileStates(fields["runs"], fields["mtimes"], fields["sizes"])
         except (TypeError, ValueError) as exc:
@@ -472,16 +490,19 @@ class TreeIndex:
     def save(self, path: Path | str) -> Path:
         """Write the index atomically (not synced: a lost or damaged index is rebuilt)."""
         body = json.dumps(self._fields, separators=(",", ":"))
+        checksum = hashlib.sha256(body.encode("ascii")).hexdigest()
         header = json.dumps(
             {
                 "format": TREE_INDEX_FORMAT,
                 "kind": TREE_INDEX_KIND,
                 "cache_format": CACHE_FORMAT_VERSION,
-                "sha256": hashlib.sha256(body.encode("ascii")).hexdigest(),
+                "sha256": checksum,
             }
         )
         self.refreshed = False
-        return atomic_write_text(path, f"{header}\n{body}\n", durable=False)
+        written = atomic_write_text(path, f"{header}\n{body}\n", durable=False)
+        self.checksum = checksum
+        return written
 
     @classmethod
     def load(
@@ -531,7 +552,9 @@ class TreeIndex:
         if fields["window_ns"] < safety_window_ns:
             logger.info("tree index %s used a shorter safety window; rebuilding it", where)
             return None
-        return cls(fields)
+        index = cls(fields)
+        index.checksum = header["sha256"]
+        return index
 
 
 def _field_problem(fields: Any) -> str | None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 
 import dagster as dg
+import pandas as pd
 import pytest
 
 from deepecg_assets import sensors
+from deepecg_assets.assets.discovery import SCAN_PROVEN, SCAN_TICKED, SCAN_WALKED
 from deepecg_assets.build import materialize_everything
 from deepecg_assets.definitions import defs
 from deepecg_assets.partitions import PER_DATASET_ASSETS
@@ -19,6 +21,7 @@ from deepecg_assets.sensors import (
     new_runs_sensor,
     sensor_interval_seconds,
 )
+from deepecgkit.rundir.tree_index import TreeIndex
 from deepecgkit.rundir.write import write_run_directory
 
 DATASETS = ["afib", "ptbxl", "sleep"]
@@ -297,3 +300,51 @@ def test_sensor_interval_comes_from_the_environment(monkeypatch) -> None:
         monkeypatch.setenv(SENSOR_INTERVAL_ENV, bad)
         with pytest.raises(ValueError, match="positive whole number"):
             sensor_interval_seconds()
+
+
+def test_the_requested_discovery_takes_the_ticks_scan_and_a_later_change_is_the_next_ticks(
+    platform,
+) -> None:
+    """A requested run names the index its tick saved; its discovery takes that scan (no
+    proof, nothing walked). A run written after the tick is the next tick's: it requests
+    afib again, and the refreshed frame is the one a discovery without any index gives."""
+    build(platform)
+    cursor = tick(platform, None).cursor
+    add_run(platform, "cnn_afib_seed11", 11)
+    result = tick(platform, cursor)
+    (request,) = result.run_requests
+    index = TreeIndex.load(OutputFolderResource().tree_index_file())
+    assert index is not None and request.tags[sensors.TREE_INDEX_TAG] == index.checksum
+    late = platform.runs / "cnn_afib_seed12"
+    add_run(platform, late.name, 12)
+    ran = execute(platform, request)
+    (event,) = ran.asset_materializations_for_node("discovered_runs")
+    assert event.metadata["scan"].value == SCAN_TICKED
+    assert str(late) not in set(platform.frame("discovered_runs")["run_dir"]), "as of the tick"
+
+    (again,) = tick(platform, result.cursor).run_requests
+    assert again.partition_key == "afib" and again.tags[sensors.TREE_INDEX_TAG] != index.checksum
+    execute(platform, again)
+    refreshed = platform.frame("discovered_runs")
+    assert str(late) in set(refreshed["run_dir"])
+    OutputFolderResource().tree_index_file().unlink()
+    walked = platform.materialize(["discovered_runs"])
+    (event,) = walked.asset_materializations_for_node("discovered_runs")
+    assert event.metadata["scan"].value == SCAN_WALKED
+    pd.testing.assert_frame_equal(platform.frame("discovered_runs"), refreshed)
+
+
+def test_a_run_whose_index_was_replaced_proves_the_tree_instead(platform) -> None:
+    """The tagged index is no longer the saved one (a later tick saved another): the
+    discovery proves the saved index, as any run not requested by the sensor does."""
+    build(platform)
+    cursor = tick(platform, None).cursor
+    add_run(platform, "cnn_afib_seed11", 11)
+    (request,) = tick(platform, cursor).run_requests
+    stale = dg.RunRequest(
+        partition_key=request.partition_key,
+        asset_selection=request.asset_selection,
+        tags={**request.tags, sensors.TREE_INDEX_TAG: "0" * 64},
+    )
+    (event,) = execute(platform, stale).asset_materializations_for_node("discovered_runs")
+    assert event.metadata["scan"].value == SCAN_PROVEN

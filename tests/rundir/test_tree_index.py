@@ -591,3 +591,38 @@ def test_an_index_with_a_problem_or_an_irregular_entry_proves_no_candidates(
         diagnostics = discoverer.checked(monkeypatch)
         assert not discoverer.proven
         assert [entry.split(" (")[0] for entry in diagnostics["unreadable"]] == [str(locked)]
+
+
+def test_a_saved_index_is_named_by_its_checksum_and_keeps_its_scan(corpus: Ticker) -> None:
+    """The checksum names the saved body (saved and loaded alike); the recorded candidates
+    are the scan's states even after a change, which only the proof sees."""
+    index = TreeIndex.load(corpus.index_file, safety_window_ns=WINDOW_NS)
+    assert index is not None and index.checksum is not None
+    header = json.loads(corpus.index_file.read_bytes().partition(b"\n")[0])
+    assert index.checksum == header["sha256"]
+    body = corpus.index_file.read_bytes().partition(b"\n")[2].rstrip(b"\n")
+    assert index.checksum == hashlib.sha256(body).hexdigest()
+    recorded = index.recorded_candidates()
+    assert recorded is not None
+    proven = index.unchanged_candidates(corpus.root, recursive=True)
+    assert proven is not None and list(proven.paths) == list(recorded.paths)
+    assert list(proven.mtimes) == list(recorded.mtimes)
+
+    run = corpus.root / "cnn_afib_seed0"
+    replace_metrics(run, "f1\n0.25\n")
+    reloaded = TreeIndex.load(corpus.index_file, safety_window_ns=WINDOW_NS)
+    assert reloaded is not None and reloaded.checksum == index.checksum
+    assert reloaded.unchanged_candidates(corpus.root, recursive=True) is None
+    kept = reloaded.recorded_candidates()
+    assert kept is not None and list(kept.mtimes) == list(recorded.mtimes), "as of the scan"
+
+    corpus.checked()  # the next tick scans, and saves another index: another checksum
+    rescanned = TreeIndex.load(corpus.index_file, safety_window_ns=WINDOW_NS)
+    assert rescanned is not None and rescanned.checksum != index.checksum
+    (position,) = [
+        n for n, path in enumerate(rescanned.recorded_candidates().paths) if path == str(run)
+    ]
+    assert (
+        rescanned.recorded_candidates().mtimes[position]
+        == (run / METRICS_FILENAME).stat().st_mtime_ns
+    )
