@@ -57,8 +57,9 @@ _POLL_S = 2.0
 _START_TIMEOUT_S = 300
 #: The code server's gRPC answers may take long on a loaded machine; Dagster's default is 60 s.
 _GRPC_TIMEOUT_S = "600"
-#: Longest wait for the dialog to choose every partition, and the wait after each "All".
+#: Longest wait for the "Materialize all" dialog to choose every partition.
 _DIALOG_TIMEOUT_S = 120
+#: Wait after each press of the dialog's "All" before it is pressed again.
 _DIALOG_RETRY_S = 10
 _BACKFILLS_QUERY = (
     "{ partitionBackfillsOrError { ... on PartitionBackfills { results { id status } } } }"
