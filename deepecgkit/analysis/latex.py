@@ -1295,9 +1295,11 @@ class _Cells(NamedTuple):
 
     def map(self, rule: Callable[[Any], Any]) -> np.ndarray:
         """``rule(cell)`` of every row (an object array), evaluated once per distinct cell."""
-        results = np.empty(len(self.values), dtype=object)
-        for index, value in enumerate(self.values):
-            results[index] = rule(value)
+        return self.map_all(lambda values: map(rule, values))
+
+    def map_all(self, rules: Callable[[list[Any]], Iterable[Any]]) -> np.ndarray:
+        """``rules(values)``, one result per distinct cell in order, spread over every row."""
+        results = np.fromiter(rules(self.values), dtype=object, count=len(self.values))
         return results[self.codes]
 
     def flags(self, rule: Callable[[Any], bool]) -> np.ndarray:
@@ -1368,7 +1370,23 @@ def _column(frame: pd.DataFrame, name: str) -> pd.Series:
 def _signed_text(value: Any) -> str | None:
     """A difference with its explicit sign (the sign is the finding), or None when missing."""
     number = _finite_float(value)
-    return None if number is None else f"{number:+.{DEFAULT_PRECISION}f}"
+    return None if number is None else _SIGNED_FORMAT(number)
+
+
+#: :func:`_signed_text`'s format of a finite float.
+_SIGNED_FORMAT = f"{{:+.{DEFAULT_PRECISION}f}}".format
+
+
+def _signed_texts(values: list[Any]) -> list[str | None]:
+    """:func:`_signed_text` of each value; Python floats without its conversions.
+
+    The distinct cells of a float column are Python floats, which need none
+    of :func:`_finite_float`'s checks: a 100,000-run flip grid's 140,000
+    distinct differences and bounds then cost one format call each.
+    """
+    if not all(type(value) is float for value in values):
+        return list(map(_signed_text, values))
+    return [_SIGNED_FORMAT(value) if math.isfinite(value) else None for value in values]
 
 
 def _count_text(value: Any) -> str | None:
@@ -1409,7 +1427,7 @@ def _interval_cells(mean: _Cells, lower: _Cells, upper: _Cells, marker: _Cells) 
     :data:`MISSING_CELL` without a finite mean; the interval only when both bounds
     are finite. ``marker`` (a superscript) follows the mean inside its math.
     """
-    point, low, high = (cells.map(_signed_text) for cells in (mean, lower, upper))
+    point, low, high = (cells.map_all(_signed_texts) for cells in (mean, lower, upper))
     bounded = (low != None) & (high != None)  # noqa: E711 (elementwise on object arrays)
     bounds = np.where(
         bounded,

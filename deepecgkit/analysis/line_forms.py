@@ -36,6 +36,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
+import pandas as pd
+
 __all__ = ["line_form", "line_forms", "representative_body"]
 
 #: Characters between a control word and a number it reads (``\\kern -2pt``, ``\\count0=5``).
@@ -48,8 +51,6 @@ _OPTION_CLOSERS = {"[": "]", "(": ")"}
 _DIGIT_RUN = re.compile(r"[0-9]+")
 #: Every decimal digit byte to ``0`` (the grouping of :func:`line_forms`).
 _DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-#: A group whose form is not known yet.
-_UNSEEN = object()
 #: The characters of a control word's name (TeX's letters; ``@`` inside packages).
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz@")
 
@@ -119,30 +120,50 @@ def _kept_digit_runs(skeleton: str) -> tuple[bool, ...] | None:
 
 
 def line_forms(lines: Sequence[str]) -> list[str]:
-    """The form of each line (see the module docstring), in the order of ``lines``.
+    """The form of each line (see the module docstring), in the order of ``lines``."""
+    codes, forms = _form_codes(lines)
+    return [forms[code] for code in codes.tolist()]
 
-    Lines are first grouped by their digits made ``0`` one for one (a byte
-    translation of all the lines at once: digit bytes never occur inside a
-    multi-byte UTF-8 character), and each group's skeleton is scanned once,
-    so a body of a quarter of a million rows with a few thousand such groups
-    costs a fraction of a second. A ``%`` comment keeps its digits.
+
+def _form_codes(lines: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """Each line's form as a code: ``forms[codes[i]]`` is the form of ``lines[i]``.
+
+    Returns the ``(n,)`` int64 codes and the distinct forms, in the order
+    they first occur. Lines are first grouped by their digits made ``0`` one
+    for one (a byte translation of all the lines at once: digit bytes never
+    occur inside a multi-byte UTF-8 character, and one hashing pass), and
+    each group's skeleton is scanned once; only the lines of a group that
+    keeps some of its digits (an argument's, a ``%`` comment's) get a form of
+    their own. A body of a quarter of a million rows in a few thousand such
+    groups thus costs a few Python calls per group, not per line.
     """
     if not lines:
-        return []
+        return np.zeros(0, dtype=np.int64), []
     text = "\n".join(lines).encode("utf-8", "surrogatepass")
-    groups = text.translate(_DIGITS_TO_ZERO).decode("utf-8", "surrogatepass").split("\n")
-    # Per group: its form when every line of the group has it, else the digit runs kept.
-    shared: dict[str, str | tuple[bool, ...] | None] = {}
-    forms: list[str] = []
-    for line, group in zip(lines, groups, strict=True):
-        form = shared.get(group, _UNSEEN)
-        if form is _UNSEEN:
-            form = shared[group] = _group_form(group)
+    zeroed = text.translate(_DIGITS_TO_ZERO).decode("utf-8", "surrogatepass").split("\n")
+    if len(zeroed) != len(lines):
+        raise ValueError("a line holds a line break")
+    groups = np.empty(len(zeroed), dtype=object)
+    groups[:] = zeroed
+    del zeroed
+    group_codes, distinct = pd.factorize(groups)
+    del groups
+    forms: dict[str, int] = {}
+    # Per group: the code of the form all its lines share, or -1 (each line has its own).
+    shared = np.full(len(distinct), -1, dtype=np.int64)
+    kept: dict[int, tuple[bool, ...] | None] = {}
+    for index, group in enumerate(distinct.tolist()):
+        form = _group_form(group)
         if isinstance(form, str):
-            forms.append(form)
+            shared[index] = forms.setdefault(form, len(forms))
         else:
-            forms.append(line if form is None else _form_keeping(line, form))
-    return forms
+            kept[index] = form
+    codes = shared[group_codes]
+    for index in np.flatnonzero(codes < 0).tolist():
+        line, runs = lines[index], kept[int(group_codes[index])]
+        form = line if runs is None else _form_keeping(line, runs)
+        codes[index] = forms.setdefault(form, len(forms))
+    return codes, list(forms)
 
 
 def _group_form(group: str) -> str | tuple[bool, ...] | None:
@@ -186,16 +207,13 @@ def representative_body(body: Sequence[str]) -> list[int]:
     ``body``, the first line with that pair and the line before it are kept;
     the first line counts as following the table's header. The kept lines,
     in their order, hold every form and every adjacent pair of forms of the
-    body. Empty body: no indices.
+    body. Empty body: no indices. The pairs are told apart as integers (one
+    ``np.unique`` of the pairs' codes), so a long body costs no Python per line.
     """
-    kept: set[int] = set()
-    seen: set[tuple[str | None, str]] = set()
-    previous: str | None = None
-    for index, form in enumerate(line_forms(body)):
-        if (previous, form) not in seen:
-            seen.add((previous, form))
-            kept.add(index)
-            if index > 0:
-                kept.add(index - 1)
-        previous = form
-    return sorted(kept)
+    codes, forms = _form_codes(body)
+    if not len(codes):
+        return []
+    header = len(forms)  # the form "before" the first line, distinct from every line's
+    before = np.concatenate(([header], codes[:-1]))
+    _, first = np.unique(before * (header + 1) + codes, return_index=True)
+    return np.union1d(first, first[first > 0] - 1).tolist()

@@ -117,3 +117,41 @@ def test_a_body_of_one_form_keeps_two_lines():
     body = [rf"m{i} & {i}.5 \\" for i in range(1000)]
     assert representative_body(body) == [0, 1]
     assert representative_body([]) == []
+
+
+#: Lines of every kind a form can take: shared by a group, keeping digits, verbatim.
+_MIXED_LINES = [
+    "a 1 \\\\",
+    "a 22 \\\\",
+    "b 3 \\\\",
+    r"\midrule",
+    "[c] 4",
+    r"\multicolumn{7}{l}{x 5} \\",
+    r"\multicolumn{8}{l}{x 5} \\",
+    "1 % 2",
+    "1 % 3",
+    "a } 5",
+    "a } 6",
+    "",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_MIXED_LINES)))
+def test_forms_of_a_body_are_the_forms_of_its_lines_one_by_one(body):
+    assert line_forms(body) == [line_form(line) for line in body]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_MIXED_LINES)))
+def test_representative_body_keeps_the_first_line_of_each_adjacent_pair_and_its_predecessor(body):
+    # The rule as a plain loop over the lines' forms, one by one.
+    kept: set[int] = set()
+    seen: set[tuple[str | None, str]] = set()
+    previous: str | None = None
+    for index, form in enumerate(line_form(line) for line in body):
+        if (previous, form) not in seen:
+            seen.add((previous, form))
+            kept |= {index, index - 1} - {-1}
+        previous = form
+    assert representative_body(body) == sorted(kept)
