@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -87,8 +88,14 @@ _SIGNATURE_FIELDS = ("st_size", "st_mtime_ns", "st_ino", "st_ctime_ns", "st_dev"
 _FIELD_TYPES = (np.uint64, np.int64, np.uint64, np.int64, np.uint64)
 #: Paths stat-ed per call of the C-level ``map`` (a failure re-does only its batch one by one).
 _STAT_BATCH = 4096
-#: Threads that ``stat`` batches at most (the calls wait on the file system, not a CPU).
+#: Threads that ``stat`` batches at most, where the calls wait on the file system.
 _STAT_THREADS = 4
+#: Mean seconds per ``stat`` (of the first batch) from which the calls are taken to wait
+#: on the file system (a network mount), which threads overlap. Below it a call is the
+#: kernel's work on this CPU (4-6 us on a local disk), and threads only add handoffs of
+#: the interpreter lock: 300,000 calls took 17% longer in 2 threads than in one on a
+#: 2-core machine (docs/benchmarks.md, session 32).
+_WAITING_STAT_S = 20e-6
 #: The bits of ``st_mode`` that give the file type (what ``stat.S_IFMT`` keeps).
 _FILE_TYPE_BITS = stat.S_IFMT(0o177777)
 _NO_PREDICTIONS_DETAIL = "neither predictions.csv nor predictions.txt"
@@ -242,23 +249,28 @@ def _stats(paths: list[str]) -> _Stats | None:
     """``os.stat`` of each path (following links), as arrays; None on a field beyond 64 bits.
 
     A batch at a time by the C-level ``map``; a batch in which a call fails is
-    done again path by path (a changed or broken run is rare). Many batches
-    go to a few threads: ``stat`` releases the interpreter lock, so the
-    calls (most of an unchanged run's cost) overlap. Each batch's results
-    become arrays at once, so no more than a batch of ``stat_result``
-    objects (about 1 KB each) is alive per thread.
+    done again path by path (a changed or broken run is rare). Where the
+    first batch shows that a call waits on the file system (at least
+    :data:`_WAITING_STAT_S` a path), the other batches go to a few threads:
+    ``stat`` releases the interpreter lock, so the waits overlap; calls that
+    are CPU work stay in this thread. Each batch's results become arrays at
+    once, so no more than a batch of ``stat_result`` objects (about 1 KB
+    each) is alive per thread.
     """
     batches = [paths[start : start + _STAT_BATCH] for start in range(0, len(paths), _STAT_BATCH)]
-    workers = min(available_cpus(), _STAT_THREADS, len(batches))
-    if workers < 2:
-        parts = [_stat_batch(batch) for batch in batches]
+    if not batches:
+        return _stat_arrays([])
+    started = time.perf_counter()
+    parts = [_stat_batch(batches[0])]
+    waits = (time.perf_counter() - started) / len(batches[0]) >= _WAITING_STAT_S
+    workers = min(available_cpus(), _STAT_THREADS, len(batches) - 1)
+    if workers < 2 or not waits:
+        parts += [_stat_batch(batch) for batch in batches[1:]]
     else:
         with ThreadPoolExecutor(workers, thread_name_prefix="report-stat") as pool:
-            parts = list(pool.map(_stat_batch, batches))
+            parts += pool.map(_stat_batch, batches[1:])
     if any(part is None for part in parts):
         return None
-    if not parts:
-        return _stat_arrays([])
     return _Stats(
         np.concatenate([part.found for part in parts]),
         np.concatenate([part.modes for part in parts]),

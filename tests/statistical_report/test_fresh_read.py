@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -185,6 +186,32 @@ def test_checked_fields_share_objects_only_for_equal_json() -> None:
     }
 
 
+def _threads_of_batches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of the thread that stats each batch, as ``frame_recall._stats`` runs."""
+    names: list[str] = []
+    batch = frame_recall._stat_batch
+
+    def named(paths: list[str]) -> object:
+        names.append(threading.current_thread().name)
+        return batch(paths)
+
+    monkeypatch.setattr(frame_recall, "_stat_batch", named)
+    return names
+
+
+def test_stat_batches_that_do_not_wait_stay_in_the_calling_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = [str(tmp_path / f"f{index}") for index in range(5)]
+    monkeypatch.setattr(frame_recall, "_STAT_BATCH", 2)
+    monkeypatch.setattr(frame_recall, "available_cpus", lambda: 4)
+    monkeypatch.setattr(frame_recall, "_WAITING_STAT_S", float("inf"))
+    threads = _threads_of_batches(monkeypatch)
+    found = frame_recall._stats(paths)
+    assert found is not None and not found.found.any()
+    assert threads == [threading.current_thread().name] * 3
+
+
 def test_stat_batches_in_threads_keep_the_order_and_the_failures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -197,7 +224,11 @@ def test_stat_batches_in_threads_keep_the_order_and_the_failures(
     serial = frame_recall._stats(paths)
     monkeypatch.setattr(frame_recall, "_STAT_BATCH", 2)
     monkeypatch.setattr(frame_recall, "available_cpus", lambda: 4)
+    monkeypatch.setattr(frame_recall, "_WAITING_STAT_S", 0.0)  # every call "waits"
+    threads = _threads_of_batches(monkeypatch)
     threaded = frame_recall._stats(paths)
+    assert threads[0] == threading.current_thread().name
+    assert all(name.startswith("report-stat") for name in threads[1:]) and len(threads) == 6
     assert serial is not None and threaded is not None
     assert threaded.found.tolist() == [bool(index % 3) for index in range(11)]
     for one, other in zip(serial, threaded, strict=True):
