@@ -71,7 +71,7 @@ from deepecgkit.analysis.latex import (
     is_long_table,
     standalone_document,
 )
-from deepecgkit.analysis.line_forms import representative_body
+from deepecgkit.analysis.line_forms import line_forms, representative_body
 from deepecgkit.io import atomic_write_json
 
 __all__ = [
@@ -99,7 +99,7 @@ _DEFAULT_TIMEOUT = 60.0
 #: pieces) would leave the second of two rounds half empty.
 CHUNK_LINES = 5_000
 #: How a piece of representative lines says so in a failure (see :func:`check_pieces`).
-_FORMS_NOTE = ", one line of each form"
+_FORMS_NOTE = ", one line of each form (as its form: typeset digits as one 0)"
 
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
@@ -239,9 +239,14 @@ def check_pieces(table: str, *, lines: int = CHUNK_LINES) -> list[tuple[str, str
     representative lines (:func:`~deepecgkit.analysis.line_forms.representative_body`:
     every form, after every form that precedes it somewhere), in their order,
     in pieces of at most ``lines`` body lines (:func:`long_table_chunks`'
-    layout); ``where`` then names the first and last original body line a
-    piece holds and says that it holds one line of each form. Any other table
-    is checked as :func:`long_table_chunks` cuts it.
+    layout), each written as its form: typeset digit runs as one ``0``,
+    which compiles as the line does by the assumption the forms rest on
+    (:mod:`~deepecgkit.analysis.line_forms`). So a table whose numbers
+    changed and whose forms did not (the flip table after one more run) is
+    checked on the very pieces of before, whose verdicts the cache holds: no
+    engine runs. ``where`` then names the first and last original body line a
+    piece stands for and says that it holds one line of each form. Any other
+    table is checked as :func:`long_table_chunks` cuts it.
     """
     if lines < 1:
         raise ValueError(f"lines must be a positive number of body lines, got {lines!r}")
@@ -252,7 +257,7 @@ def check_pieces(table: str, *, lines: int = CHUNK_LINES) -> list[tuple[str, str
     kept = representative_body(body)
     if len(kept) == len(body):
         return long_table_chunks(table, lines=lines)
-    reduced = (head, [body[index] for index in kept], tail)
+    reduced = (head, line_forms([body[index] for index in kept]), tail)
     return _pieces(reduced, kept, lines=lines, count=len(body), note=_FORMS_NOTE)
 
 

@@ -162,7 +162,7 @@ def test_a_failure_in_the_pictures_part_leaves_the_verdict_open():
 LINES = 20
 
 
-def long_flip_table(rows: int = 60) -> str:
+def long_flip_table(rows: int = 60, *, mean_1: float = 0.05, wins_1: int = 5) -> str:
     """An emitted flip table of ``rows`` rows over two dataset pairs (a longtable)."""
     flips = pd.DataFrame(
         {
@@ -170,13 +170,13 @@ def long_flip_table(rows: int = 60) -> str:
             "model_b": "resnet",
             "dataset_1": ["afib" if i < rows // 2 else "ptbxl" for i in range(rows)],
             "dataset_2": "ltafdb",
-            "mean_1": 0.05,
+            "mean_1": mean_1,
             "lower_1": 0.01,
             "upper_1": 0.09,
             "mean_2": -0.04,
             "lower_2": -0.08,
             "upper_2": -0.01,
-            "wins_1": 5,
+            "wins_1": wins_1,
             "n_1": 5,
             "wins_2": 0,
             "n_2": 5,
@@ -278,10 +278,26 @@ def test_a_long_table_is_checked_on_one_line_of_each_form(tmp_path, compiles):
     held = body(piece)
     assert len(held) < len(lines) // 4
     assert {line_form(line) for line in held} == {line_form(line) for line in lines}
-    assert where == f"body lines 1-{len(lines)} of {len(lines)}, one line of each form"
+    assert set(held) == {line_form(line) for line in lines}, "each line as its form"
+    assert where == (
+        f"body lines 1-{len(lines)} of {len(lines)}, one line of each form "
+        "(as its form: typeset digits as one 0)"
+    )
     assert C.compile_tables({"f": table}, {"f": PDFLATEX}, chunk_lines=LINES) == {"f": (True, "")}
     assert compiles == [piece]
     # A table whose body lines all differ in form is cut as long_table_chunks cuts it.
     distinct = table.replace("\n".join(lines), "\n".join(rf"\textbf{{{i}}} \\" for i in range(45)))
     assert C.check_pieces(distinct, lines=LINES) == C.long_table_chunks(distinct, lines=LINES)
     assert len(C.check_pieces(distinct, lines=LINES)) == 3
+
+
+def test_a_long_table_whose_numbers_changed_is_checked_on_the_same_pieces(tmp_path, compiles):
+    """One more run changes the flip table's numbers, not its forms: the cache has the verdict."""
+    cache = C.CompileCache(tmp_path)
+    before, after = long_flip_table(), long_flip_table(mean_1=0.072, wins_1=4)
+    assert before != after
+    assert C.check_pieces(before, lines=LINES) == C.check_pieces(after, lines=LINES)
+    for table in (before, after):
+        verdicts = C.compile_tables({"f": table}, {"f": PDFLATEX}, cache=cache, chunk_lines=LINES)
+        assert verdicts == {"f": (True, "")}
+    assert len(compiles) == 1, "the second table's piece came from the cache"
