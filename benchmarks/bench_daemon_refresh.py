@@ -7,9 +7,10 @@ noise. Here each checkout gets its own instance and output folder, built
 once by that checkout (``python -m deepecg_assets.build``, as a user's), and
 then, round after round and checkout after checkout, ``dagster-daemon``
 runs the sensors while one run is written into a dataset; the work of the
-runs the daemon launched (start to end, summed: the issue's figure) and the
-longest steps are recorded. Printed: each checkout's median and best work,
-the median of each long step, and this tree against the other.
+runs the daemon launched (start to end, summed: the issue's figure), the
+longest steps and the latencies (the request after the write, the run
+worker's launch, the flip table current) are recorded. Printed: each
+checkout's median and best of each, and this tree against the other.
 
 Usage (the scratch folder is kept, so a second call skips the builds)::
 
@@ -45,6 +46,12 @@ LONG_STEPS = (
     "flip_grid",
     "dataset_analysis",
 )
+#: The step whose end makes the tables current (the issue's latency figure, as in
+#: ``bench_platform.py``): ``current`` is its end, in seconds after the run was written.
+CURRENT_STEP = "flip_table"
+#: Rows of the summary besides the long steps: ``launch`` is the seconds from the first
+#: run's request to its start (the run worker's launch and code load).
+LATENCIES = ("requested", "launch", "current")
 #: Dataset the added runs go into (every scale corpus has it).
 DATASET = "data00"
 
@@ -127,11 +134,16 @@ def one_refresh(scratch: Path, seed: int) -> dict[str, float]:
                 "work": sum((r.end_time or 0) - (r.start_time or 0) for r in new),
                 "runs": len(new),
                 "requested": first.create_timestamp.timestamp() - added,
+                "launch": (first.start_time or 0) - first.create_timestamp.timestamp(),
             }
             for record in new:
                 for stats in instance.get_run_step_stats(record.dagster_run.run_id):
-                    if stats.step_key in LONG_STEPS and stats.end_time and stats.start_time:
+                    if not (stats.end_time and stats.start_time):
+                        continue
+                    if stats.step_key in LONG_STEPS:
                         result[stats.step_key] = stats.end_time - stats.start_time
+                    if stats.step_key == CURRENT_STEP:
+                        result["current"] = stats.end_time - added
             return result
     finally:
         os.killpg(daemon.pid, signal.SIGTERM)
@@ -187,14 +199,16 @@ def main(argv: list[str] | None = None) -> int:
             label = f"round {number + 1}" if number >= 0 else "warm-up"
             print(
                 f"{label} {name}: work {result['work']:.2f} s in {result['runs']} run(s)"
-                f" (requested {result['requested']:.1f} s after the write); {steps}",
+                f" (requested {result['requested']:.1f} s after the write, started"
+                f" {result['launch']:.1f} s later, flip table current at"
+                f" {result.get('current', 0.0):.1f} s); {steps}",
                 flush=True,
             )
     print(f"\n{args.rounds} round(s) on {args.runs}; medians (best)")
     names = list(checkouts)
     print("| figure | " + " | ".join(names) + (" | this / other |" if args.compare else " |"))
     print("| --- " * (len(names) + 1 + bool(args.compare)) + "|")
-    for row in ("work", *LONG_STEPS):
+    for row in ("work", *LONG_STEPS, *LATENCIES):
         medians = {n: statistics.median(r.get(row, 0.0) for r in results[n]) for n in names}
         best = {n: min(r.get(row, 0.0) for r in results[n]) for n in names}
         cells = [f"{medians[n]:.2f} s ({best[n]:.2f})" for n in names]

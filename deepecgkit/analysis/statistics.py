@@ -37,7 +37,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from deepecgkit.analysis.constants import (
     CHANCE_LEVELS,
@@ -55,6 +54,7 @@ from deepecgkit.analysis.constants import (
     NO_CORRECTION,
     ZERO_VARIANCE_TOL,
 )
+from deepecgkit.analysis.distributions import chi2_sf, t_ppf, t_sf
 from deepecgkit.rundir.format import METRIC_RANGES
 
 __all__ = [
@@ -148,7 +148,7 @@ def _check_non_negative_count(name: str, value: Any) -> int:
 
 def _t_quantile(confidence_level: float, dof: Any) -> Any:
     """Two-sided Student-t critical value for ``confidence_level`` and ``dof``."""
-    return stats.t.ppf((1.0 + confidence_level) / 2.0, dof)
+    return t_ppf((1.0 + confidence_level) / 2.0, dof)
 
 
 def _check_fdr_method(method: Any) -> None:
@@ -363,7 +363,7 @@ def paired_summary(
         lower_ci=lower,
         upper_ci=upper,
         t_stat=t_stat,
-        p_value=float(2.0 * stats.t.sf(abs(t_stat), n - 1)),
+        p_value=float(2.0 * t_sf(abs(t_stat), n - 1)),
         excludes_zero=bool(lower > 0 or upper < 0),
     )
     return result
@@ -568,7 +568,8 @@ def _rank_rows(scores: Any) -> np.ndarray:
         )
     if not np.isfinite(array).all():
         raise ValueError("Kendall's W needs finite values")
-    return stats.rankdata(array, axis=1, method="average")
+    # Average ranks are exact halves, so pandas' equal scipy.stats.rankdata's bit for bit.
+    return pd.DataFrame(array).rank(axis=1, method="average").to_numpy(dtype=np.float64)
 
 
 def _w_parts(ranks: np.ndarray) -> tuple[float, float]:
@@ -674,7 +675,7 @@ def kendall_w_chi2_p(scores: Any) -> float:
     if denominator <= 0:
         return _NAN
     m, n = ranks.shape
-    return float(stats.chi2.sf(m * (n - 1) * spread / denominator, n - 1))
+    return float(chi2_sf(m * (n - 1) * spread / denominator, n - 1))
 
 
 def kendall_w_p_value(

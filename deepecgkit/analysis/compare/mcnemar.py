@@ -25,9 +25,10 @@ conditional*, BMC Medical Research Methodology 13:91.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from deepecgkit.analysis.compare.errors import ComparisonError
 
@@ -103,7 +104,7 @@ def mcnemar(first_correct: ArrayLike, second_correct: ArrayLike) -> tuple[int, i
     if discordant == 0:
         return only_first, only_second, 1.0
     smaller = min(only_first, only_second)
-    p_value = min(1.0, 2.0 * float(stats.binom.cdf(smaller, discordant, _FAIR_COIN)))
+    p_value = min(1.0, 2.0 * float(_binomial().cdf(smaller, discordant, _FAIR_COIN)))
     return only_first, only_second, p_value
 
 
@@ -126,9 +127,25 @@ def mcnemar_mid_p(first_correct: ArrayLike, second_correct: ArrayLike) -> float:
     if discordant == 0:
         return 1.0
     smaller = min(only_first, only_second)
-    below = float(stats.binom.cdf(smaller - 1, discordant, _FAIR_COIN))
-    at = float(stats.binom.pmf(smaller, discordant, _FAIR_COIN))
+    binomial = _binomial()
+    below = float(binomial.cdf(smaller - 1, discordant, _FAIR_COIN))
+    at = float(binomial.pmf(smaller, discordant, _FAIR_COIN))
     return min(1.0, 2.0 * below + at)
+
+
+def _binomial() -> Any:
+    """``scipy.stats.binom``, imported on first use.
+
+    Only a report with paired predictions reaches a McNemar test, and
+    ``scipy.stats`` costs about a second to import: every other process that
+    loads the analysis (each CLI call, each run the daemon launches) is spared
+    it (see :mod:`deepecgkit.analysis.distributions`). Its binomial is kept,
+    rather than ``scipy.special.bdtr``, because the two differ in the last
+    bits and the report's p-values stay what they were.
+    """
+    from scipy import stats
+
+    return stats.binom
 
 
 def _discordant_counts(first_correct: ArrayLike, second_correct: ArrayLike) -> tuple[int, int]:

@@ -36,7 +36,6 @@ import numbers
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats
 
 from deepecgkit.analysis.compare.batch_metrics import BatchMetric, BuiltinMetric, batch_metric
 from deepecgkit.analysis.compare.errors import ComparisonError
@@ -44,6 +43,14 @@ from deepecgkit.analysis.constants import (
     INTERVAL_EXPANDED_PERCENTILE,
     INTERVAL_METHODS,
     INTERVAL_PERCENTILE,
+)
+from deepecgkit.analysis.distributions import (
+    normal_cdf,
+    normal_isf,
+    normal_ppf,
+    normal_sf,
+    t_isf,
+    t_sf,
 )
 
 __all__ = [
@@ -246,7 +253,7 @@ def expanded_tail_probability(confidence_level: float, n_units: int) -> float:
     if n_units < _MIN_EXPANSION_UNITS:
         return alpha
     factor = math.sqrt(n_units / (n_units - 1.0))
-    return float(2.0 * stats.norm.sf(factor * stats.t.isf(alpha / 2.0, n_units - 1)))
+    return float(2.0 * normal_sf(factor * t_isf(alpha / 2.0, n_units - 1)))
 
 
 def expanded_p_value(p_percentile: float, n_units: int) -> float:
@@ -264,8 +271,8 @@ def expanded_p_value(p_percentile: float, n_units: int) -> float:
     if not math.isfinite(p_percentile) or n_units < _MIN_EXPANSION_UNITS:
         return p_percentile
     factor = math.sqrt(n_units / (n_units - 1.0))
-    statistic = stats.norm.isf(p_percentile / 2.0) / factor
-    return float(min(1.0, 2.0 * stats.t.sf(statistic, n_units - 1)))
+    statistic = normal_isf(p_percentile / 2.0) / factor
+    return float(min(1.0, 2.0 * t_sf(statistic, n_units - 1)))
 
 
 def expanded_bca_interval(
@@ -302,15 +309,15 @@ def expanded_bca_interval(
     share = below / values.size
     if not 0.0 < share < 1.0:
         return math.nan, math.nan
-    bias = float(stats.norm.ppf(share))
+    bias = float(normal_ppf(share))
     spread = float(np.sum(influence**2))
     acceleration = float(np.sum(influence**3)) / (6.0 * spread**1.5) if spread > 0 else 0.0
     tail = expanded_tail_probability(confidence_level, n_units)
-    shifted = bias + stats.norm.ppf([tail / 2.0, 1.0 - tail / 2.0])
+    shifted = bias + normal_ppf(np.array([tail / 2.0, 1.0 - tail / 2.0]))
     denominator = 1.0 - acceleration * shifted
     if np.any(denominator <= 0.0):
         return math.nan, math.nan
-    levels = stats.norm.cdf(bias + shifted / denominator)
+    levels = normal_cdf(bias + shifted / denominator)
     low, high = np.quantile(values, levels)
     return float(low), float(high)
 
