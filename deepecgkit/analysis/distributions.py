@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from scipy import special
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 
 
 def t_ppf(p: Any, dof: Any) -> Any:
-    """Student-t quantile at ``p`` in (0, 1) with ``dof > 0`` (``scipy.stats.t.ppf``)."""
+    """Student-t quantile at ``p`` in (0, 1) (``scipy.stats.t.ppf``); NaN unless ``dof > 0``."""
     return special.stdtrit(dof, p)
 
 
@@ -49,7 +50,7 @@ def t_isf(q: Any, dof: Any) -> Any:
 
 
 def t_sf(x: Any, dof: Any) -> Any:
-    """Student-t upper tail ``P(T > x)`` for any ``x`` and ``dof > 0`` (``scipy.stats.t.sf``)."""
+    """Student-t upper tail ``P(T > x)`` (``scipy.stats.t.sf``); NaN unless ``dof > 0``."""
     return special.stdtr(dof, -x)
 
 
@@ -79,6 +80,8 @@ def normal_isf(q: Any) -> Any:
 def chi2_sf(x: Any, dof: Any) -> Any:
     """Chi-squared upper tail ``P(X > x)`` for ``x >= 0`` (``scipy.stats.chi2.sf``).
 
-    ``dof`` is finite and positive (the analysis passes a count of models less one).
+    NaN unless ``dof > 0``, as ``scipy.stats`` gives (``chdtrc`` itself gives
+    0 or 1 at no degrees of freedom); ``dof`` is finite (the analysis passes a
+    count of models less one).
     """
-    return special.chdtrc(dof, x)
+    return np.where(np.asarray(dof) > 0, special.chdtrc(dof, x), np.nan)[()]

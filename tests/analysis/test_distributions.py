@@ -113,3 +113,11 @@ def test_rank_rows_are_scipy_stats_rankdata(rows: int, columns: int, data: st.Da
     )
     array = np.array(values, dtype=np.float64).reshape(rows, columns)
     assert same_bits(_rank_rows(array), stats.rankdata(array, axis=1, method="average"))
+
+
+@pytest.mark.parametrize("dof", [0.0, -1.0, np.nan])
+def test_no_degrees_of_freedom_give_nan_as_scipy_stats_does(dof: float) -> None:
+    """One seed gives ``n - 1 = 0``: its interval and p-value are undefined, not a crash."""
+    assert np.isnan(dist.t_ppf(0.975, dof)) and np.isnan(stats.t.ppf(0.975, dof))
+    assert np.isnan(dist.t_sf(1.5, dof)) and np.isnan(stats.t.sf(1.5, dof))
+    assert np.isnan(dist.chi2_sf(1.5, dof)) and np.isnan(stats.chi2.sf(1.5, dof))
