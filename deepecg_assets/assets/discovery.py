@@ -222,7 +222,10 @@ def _discovered(
         )
     except ValueError as exc:
         raise dg.Failure(description=str(exc)) from None
-    states = cache.dataset_digests()
+    if scan == SCAN_TICKED and loaded is not None:
+        states = loaded.dataset_digests()  # the tick's scan: the digests the tick computed
+    else:
+        states = cache.dataset_digests()
     pruned = cache.prune_unvisited()
     cache_saved = cache.worth_saving(share=RESAVE_CHANGED_SHARE)
     if cache_saved:

@@ -91,6 +91,7 @@ __all__ = [
     "RunCache",
     "ScannedRun",
     "TreeState",
+    "entry_digests",
     "metrics_file_state",
     "scan_tree_runs",
     "scan_tree_state",
@@ -810,26 +811,8 @@ class RunCache:
         self,
         entries: _Entries | None = None,
     ) -> dict[str, list[tuple[str, int, int]]]:
-        """The visited readable runs' ``(directory, mtime_ns, size)`` by dataset, both sorted.
-
-        Grouped first, then each group sorted by directory (directories are
-        unique, so this is the order of sorting the whole tuples): no
-        comparison of dataset names per pair of runs. ``entries`` are
-        :meth:`_visited_entries` where the caller has them already.
-        """
-        visited, mtimes, sizes, datasets = entries or self._visited_entries()
-        numbers: dict[str, list[int]] = {}
-        for number, dataset in enumerate(datasets):
-            if dataset is not None:
-                group = numbers.get(dataset)
-                if group is None:
-                    numbers[dataset] = group = []
-                group.append(number)
-        groups: dict[str, list[tuple[str, int, int]]] = {}
-        for dataset in sorted(numbers):
-            order = sorted(numbers[dataset], key=visited.__getitem__)
-            groups[dataset] = [(visited[n], mtimes[n], sizes[n]) for n in order]
-        return groups
+        """The visited readable runs' ``(directory, mtime_ns, size)`` by dataset, both sorted."""
+        return _grouped_entries(*(entries or self._visited_entries()))
 
     def dataset_states(self) -> dict[str, tuple[FileState, ...]]:
         """The :class:`FileState` of every readable run visited, by dataset.
@@ -866,12 +849,7 @@ class RunCache:
         :func:`~deepecgkit.rundir.read.discover_run_frame`) compute the
         same map for the same tree. Keys are sorted.
         """
-        entries = self._visited_entries()
-        digests = _columnar_digests(*entries)
-        if digests is not None:
-            return digests
-        groups = self._dataset_entries(entries)
-        return {dataset: _digest(group) for dataset, group in groups.items()}
+        return entry_digests(*self._visited_entries())
 
     # --- the file -------------------------------------------------------------------------------
 
@@ -1103,6 +1081,49 @@ def _digest(entries: Iterable[tuple[str, int, int]]) -> str:
     """
     text = "".join([f"{path}\t{mtime_ns}\t{size}\n" for path, mtime_ns, size in entries])
     return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
+
+
+def _grouped_entries(
+    paths: list[str], mtimes: list[int], sizes: list[int], datasets: list[str | None]
+) -> dict[str, list[tuple[str, int, int]]]:
+    """Each dataset's ``(path, mtime_ns, size)`` entries (runs without one left out), both sorted.
+
+    Grouped first, then each group sorted by path (paths are unique, so this
+    is the order of sorting the whole tuples): no comparison of dataset
+    names per pair of runs.
+    """
+    numbers: dict[str, list[int]] = {}
+    for number, dataset in enumerate(datasets):
+        if dataset is not None:
+            group = numbers.get(dataset)
+            if group is None:
+                numbers[dataset] = group = []
+            group.append(number)
+    groups: dict[str, list[tuple[str, int, int]]] = {}
+    for dataset in sorted(numbers):
+        order = sorted(numbers[dataset], key=paths.__getitem__)
+        groups[dataset] = [(paths[n], mtimes[n], sizes[n]) for n in order]
+    return groups
+
+
+def entry_digests(
+    paths: list[str], mtimes: list[int], sizes: list[int], datasets: list[str | None]
+) -> dict[str, str]:
+    """The state digest of each dataset's runs, from parallel lists (one item per run).
+
+    ``datasets`` holds None for a run that is not readable (it is left
+    out). The one definition of a dataset digest: :meth:`RunCache.dataset_digests`
+    (the sensor's tick, the discovery asset) and
+    :meth:`~deepecgkit.rundir.tree_index.TreeIndex.dataset_digests` (a
+    refresh's discovery, from its tick's index) both hash through it.
+    Columnar where it can be (:func:`_columnar_digests`), else one group at
+    a time; keys are sorted.
+    """
+    digests = _columnar_digests(paths, mtimes, sizes, datasets)
+    if digests is not None:
+        return digests
+    groups = _grouped_entries(paths, mtimes, sizes, datasets)
+    return {dataset: _digest(group) for dataset, group in groups.items()}
 
 
 def _columnar_digests(

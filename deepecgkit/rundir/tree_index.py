@@ -69,6 +69,7 @@ from deepecgkit.rundir.cache import (
     RunCache,
     ScannedRun,
     TreeState,
+    entry_digests,
     scan_tree_runs,
     tree_state_of,
 )
@@ -192,6 +193,22 @@ class TreeIndex:
     @property
     def window_ns(self) -> int:
         return self._fields["window_ns"]
+
+    def dataset_digests(self) -> dict[str, str]:
+        """The state digest of each dataset's readable runs, as this index's scan saw them.
+
+        What :meth:`~deepecgkit.rundir.cache.RunCache.dataset_digests` gave
+        after that scan: the index keeps every regular run's metrics file
+        state and the dataset the scan read for it (none for an unreadable
+        run), and both hash through :func:`~deepecgkit.rundir.cache.entry_digests`.
+        So a discovery that takes its tick's scan (:meth:`recorded_candidates`)
+        records the digests of that scan without the run cache's pass over
+        every visited run (a fifth of a second at 100,000 runs).
+        """
+        fields = self._fields
+        names = fields["dataset_names"]
+        datasets = [None if n == _UNREADABLE else names[n] for n in fields["run_datasets"]]
+        return entry_digests(fields["runs"], fields["mtimes"], fields["sizes"], datasets)
 
     def summary(self) -> TreeSummary:
         """The scan's digest, readable count and pending runs."""

@@ -76,6 +76,9 @@ class Ticker:
             previous=index,
         )
         index.save(self.index_file)
+        # A refresh's discovery takes the digests from the saved index (TreeIndex.dataset_digests).
+        saved = TreeIndex.load(self.index_file, safety_window_ns=WINDOW_NS)
+        assert saved is not None and saved.dataset_digests() == cache.dataset_digests()
         cache.prune_unvisited()
         cache.save(self.cache_file)
         self.paths.append("full")
@@ -626,3 +629,23 @@ def test_a_saved_index_is_named_by_its_checksum_and_keeps_its_scan(corpus: Ticke
         rescanned.recorded_candidates().mtimes[position]
         == (run / METRICS_FILENAME).stat().st_mtime_ns
     )
+
+
+def test_the_index_gives_the_caches_dataset_digests_for_names_that_are_not_utf8(
+    tmp_path: Path,
+) -> None:
+    """A name Arrow cannot hold takes the digests' Python road, from the index as from the cache."""
+    root = tmp_path / "runs"
+    make(root, "cnn_afib_seed0")
+    make(root, "cnn_ptbxl_seed0", "ptbxl")
+    make(root, os.fsdecode(b"cnn_afib_\xff_seed1"), seed=1)
+    (root / "broken").mkdir()
+    (root / "broken" / METRICS_FILENAME).write_text("model,dataset,f1\ncnn,afib,0.5")  # half
+    cache = RunCache()
+    _, index = indexed_tree_state(root, recursive=True, cache=cache)
+    digests = cache.dataset_digests()
+    assert set(digests) == {"afib", "ptbxl"}
+    assert index.dataset_digests() == digests
+    index.save(tmp_path / "index.json")
+    loaded = TreeIndex.load(tmp_path / "index.json")
+    assert loaded is not None and loaded.dataset_digests() == digests
