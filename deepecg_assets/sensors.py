@@ -10,8 +10,9 @@ Otherwise it scans the run roots in full (the path, modification time and
 size of every readable metrics file, through the run cache; see
 :func:`~deepecgkit.rundir.cache.scan_tree_state`), saves a new index, and
 compares the tree's digest with its cursor. When the digest moved, it splits the state into one
-digest per dataset (:meth:`~deepecgkit.rundir.cache.RunCache.dataset_digests`)
-and compares each with the state the dataset's partition was last built
+digest per dataset (:meth:`~deepecgkit.rundir.tree_index.TreeIndex.dataset_digests`
+of the index it saved: the run cache's digests of that scan, without a pass over the
+cache) and compares each with the state the dataset's partition was last built
 from. That baseline is read from the instance, not from the cursor: each
 ``discovered_runs`` materialisation records the dataset digests it saw, and
 a partition was built from the last discovery before its own
@@ -318,7 +319,8 @@ def _tick(
     if state.digest == context.cursor:
         return _unchanged_result(index.summary())
     try:
-        by_dataset = cache.dataset_digests()
+        # (The scan's digests, as cache.dataset_digests() gives them, without its pass.)
+        by_dataset = index.dataset_digests()
         current = {key: by_dataset[dataset] for key, dataset in dataset_keys(by_dataset).items()}
     except ValueError as exc:
         return dg.SensorResult(skip_reason=dg.SkipReason(f"cannot refresh: {exc}"))
