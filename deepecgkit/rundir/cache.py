@@ -1113,9 +1113,10 @@ def entry_digests(
 
     ``datasets`` holds None for a run that is not readable (it is left
     out). The one definition of a dataset digest: :meth:`RunCache.dataset_digests`
-    (the sensor's tick, the discovery asset) and
-    :meth:`~deepecgkit.rundir.tree_index.TreeIndex.dataset_digests` (a
-    refresh's discovery, from its tick's index) both hash through it.
+    (a discovery that walked or proved the tree) and
+    :meth:`~deepecgkit.rundir.tree_index.TreeIndex.dataset_digests` (the
+    sensor's change tick, and a refresh's discovery that takes that tick's
+    scan) both hash through it.
     Columnar where it can be (:func:`_columnar_digests`), else one group at
     a time; keys are sorted.
     """

@@ -201,9 +201,10 @@ class TreeIndex:
         after that scan: the index keeps every regular run's metrics file
         state and the dataset the scan read for it (none for an unreadable
         run), and both hash through :func:`~deepecgkit.rundir.cache.entry_digests`.
-        So a discovery that takes its tick's scan (:meth:`recorded_candidates`)
-        records the digests of that scan without the run cache's pass over
-        every visited run (a fifth of a second at 100,000 runs).
+        So the change tick that saved this index, and a discovery that takes
+        its scan (:meth:`recorded_candidates`), get the digests of that scan
+        without the run cache's pass over every visited run (a fifth of a
+        second at 100,000 runs).
         """
         fields = self._fields
         names = fields["dataset_names"]
