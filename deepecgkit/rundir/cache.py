@@ -849,7 +849,7 @@ class RunCache:
         :func:`~deepecgkit.rundir.read.discover_run_frame`) compute the
         same map for the same tree. Keys are sorted.
         """
-        return entry_digests(*self._visited_entries())
+        return entry_digests(self._visited_entries())
 
     # --- the file -------------------------------------------------------------------------------
 
@@ -1106,25 +1106,23 @@ def _grouped_entries(
     return groups
 
 
-def entry_digests(
-    paths: list[str], mtimes: list[int], sizes: list[int], datasets: list[str | None]
-) -> dict[str, str]:
-    """The state digest of each dataset's runs, from parallel lists (one item per run).
+def entry_digests(entries: _Entries) -> dict[str, str]:
+    """The state digest of each dataset's runs, from ``(paths, mtimes, sizes, datasets)``.
 
-    ``datasets`` holds None for a run that is not readable (it is left
-    out). The one definition of a dataset digest: :meth:`RunCache.dataset_digests`
-    (a discovery that walked or proved the tree) and
+    Four parallel lists, one item per run: the run directory, its metrics
+    file's mtime (ns) and size, and its dataset, None for a run that is not
+    readable (it is left out). The one definition of a dataset digest:
+    :meth:`RunCache.dataset_digests` (a discovery that walked or proved the tree) and
     :meth:`~deepecgkit.rundir.tree_index.TreeIndex.dataset_digests` (the
     sensor's change tick, and a refresh's discovery that takes that tick's
     scan) both hash through it.
     Columnar where it can be (:func:`_columnar_digests`), else one group at
     a time; keys are sorted.
     """
-    digests = _columnar_digests(paths, mtimes, sizes, datasets)
+    digests = _columnar_digests(*entries)
     if digests is not None:
         return digests
-    groups = _grouped_entries(paths, mtimes, sizes, datasets)
-    return {dataset: _digest(group) for dataset, group in groups.items()}
+    return {dataset: _digest(group) for dataset, group in _grouped_entries(*entries).items()}
 
 
 def _columnar_digests(

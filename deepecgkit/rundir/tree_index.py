@@ -209,7 +209,7 @@ class TreeIndex:
         fields = self._fields
         names = fields["dataset_names"]
         datasets = [None if n == _UNREADABLE else names[n] for n in fields["run_datasets"]]
-        return entry_digests(fields["runs"], fields["mtimes"], fields["sizes"], datasets)
+        return entry_digests((fields["runs"], fields["mtimes"], fields["sizes"], datasets))
 
     def summary(self) -> TreeSummary:
         """The scan's digest, readable count and pending runs."""
