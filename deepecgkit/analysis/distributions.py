@@ -81,7 +81,7 @@ def chi2_sf(x: Any, dof: Any) -> Any:
     """Chi-squared upper tail ``P(X > x)`` for ``x >= 0`` (``scipy.stats.chi2.sf``).
 
     NaN unless ``dof > 0``, as ``scipy.stats`` gives (``chdtrc`` itself gives
-    0 or 1 at no degrees of freedom); ``dof`` is finite (the analysis passes a
+    0 at no degrees of freedom); ``dof`` is finite (the analysis passes a
     count of models less one).
     """
     return np.where(np.asarray(dof) > 0, special.chdtrc(dof, x), np.nan)[()]
