@@ -49,7 +49,7 @@ from deepecgkit.analysis.constants import (
     VERDICT_UNTESTABLE,
     ZERO_VARIANCE_TOL,
 )
-from deepecgkit.analysis.distributions import t_ppf, t_sf
+from deepecgkit.analysis.distributions import t_critical, t_sf
 from deepecgkit.analysis.statistics import (
     bimodal_flags,
     collapse_gap_floor,
@@ -264,7 +264,7 @@ def _components(
     dof = np.where(defined, n - 1, 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         sem = np.where(defined, std * factor, np.nan)
-        half_width = t_ppf((1.0 + confidence_level) / 2.0, dof) * sem
+        half_width = t_critical(confidence_level, dof) * sem
         t_stat = mean / sem
         p_value = np.where(defined, 2.0 * t_sf(np.abs(t_stat), dof), np.nan)
     lower, upper = mean - half_width, mean + half_width

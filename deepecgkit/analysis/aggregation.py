@@ -18,8 +18,9 @@ import pandas as pd
 
 from deepecgkit._compat import moved_names
 from deepecgkit.analysis.constants import CONFIDENCE_LEVEL
+from deepecgkit.analysis.distributions import t_critical
 from deepecgkit.analysis.schemas import AGGREGATE_COLUMNS, CONFLICT_COLUMNS
-from deepecgkit.analysis.statistics import _check_confidence_level, _t_quantile
+from deepecgkit.analysis.statistics import _check_confidence_level
 from deepecgkit.rundir.format import AVERAGING_UNKNOWN
 from deepecgkit.rundir.int_columns import exact_int_series
 
@@ -232,7 +233,7 @@ def aggregate_runs(runs: pd.DataFrame, confidence_level: float = CONFIDENCE_LEVE
     std = np.where(n >= 2, result["std"].to_numpy(dtype=np.float64), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         sem = std / np.sqrt(n)
-        half_width = _t_quantile(confidence_level, np.where(n >= 2, n - 1, np.nan)) * sem
+        half_width = t_critical(confidence_level, np.where(n >= 2, n - 1, np.nan)) * sem
     mean = result["mean"].to_numpy(dtype=np.float64)
     result["std"] = std
     result["sem"] = sem

@@ -30,6 +30,7 @@ __all__ = [
     "normal_isf",
     "normal_ppf",
     "normal_sf",
+    "t_critical",
     "t_isf",
     "t_ppf",
     "t_sf",
@@ -39,6 +40,15 @@ __all__ = [
 def t_ppf(p: Any, dof: Any) -> Any:
     """Student-t quantile at ``p`` in (0, 1) (``scipy.stats.t.ppf``); NaN unless ``dof > 0``."""
     return special.stdtrit(dof, p)
+
+
+def t_critical(confidence_level: float, dof: Any) -> Any:
+    """The two-sided Student-t critical value: ``t_ppf((1 + confidence_level) / 2, dof)``.
+
+    The half-width of a ``confidence_level`` interval is this times the
+    standard error. NaN unless ``dof > 0`` (one seed: no interval).
+    """
+    return t_ppf((1.0 + confidence_level) / 2.0, dof)
 
 
 def t_isf(q: Any, dof: Any) -> Any:

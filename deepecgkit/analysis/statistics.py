@@ -54,7 +54,7 @@ from deepecgkit.analysis.constants import (
     NO_CORRECTION,
     ZERO_VARIANCE_TOL,
 )
-from deepecgkit.analysis.distributions import chi2_sf, t_ppf, t_sf
+from deepecgkit.analysis.distributions import chi2_sf, t_critical, t_sf
 from deepecgkit.rundir.format import METRIC_RANGES
 
 __all__ = [
@@ -146,11 +146,6 @@ def _check_non_negative_count(name: str, value: Any) -> int:
     return count
 
 
-def _t_quantile(confidence_level: float, dof: Any) -> Any:
-    """Two-sided Student-t critical value for ``confidence_level`` and ``dof``."""
-    return t_ppf((1.0 + confidence_level) / 2.0, dof)
-
-
 def _check_fdr_method(method: Any) -> None:
     if method not in FDR_METHODS:
         raise ValueError(
@@ -225,7 +220,7 @@ def summarize_scores(
     mean = result["mean"]
     std = float(finite.std(ddof=1))
     sem = std / math.sqrt(n)
-    half_width = float(_t_quantile(confidence_level, n - 1)) * sem
+    half_width = float(t_critical(confidence_level, n - 1)) * sem
     result.update(std=std, sem=sem, lower_ci=mean - half_width, upper_ci=mean + half_width)
     return result
 
@@ -355,7 +350,7 @@ def paired_summary(
     else:
         factor = 1.0 / math.sqrt(n)
     sem = std * factor
-    half_width = float(_t_quantile(confidence_level, n - 1)) * sem
+    half_width = float(t_critical(confidence_level, n - 1)) * sem
     lower, upper = mean - half_width, mean + half_width
     t_stat = mean / sem
     result.update(
@@ -751,7 +746,7 @@ def jackknife_mean_tau(
         return result
     left_out = (total - values.sum(axis=1)) / remaining
     se = float(math.sqrt((n - 1) / n * ((left_out - left_out.mean()) ** 2).sum()))
-    half_width = float(_t_quantile(confidence_level, n - 1)) * se
+    half_width = float(t_critical(confidence_level, n - 1)) * se
     result.update(se=se, lower=mean - half_width, upper=mean + half_width)
     return result
 

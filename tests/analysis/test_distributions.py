@@ -121,3 +121,9 @@ def test_no_degrees_of_freedom_give_nan_as_scipy_stats_does(dof: float) -> None:
     assert np.isnan(dist.t_ppf(0.975, dof)) and np.isnan(stats.t.ppf(0.975, dof))
     assert np.isnan(dist.t_sf(1.5, dof)) and np.isnan(stats.t.sf(1.5, dof))
     assert np.isnan(dist.chi2_sf(1.5, dof)) and np.isnan(stats.chi2.sf(1.5, dof))
+
+
+@settings(max_examples=200, deadline=None)
+@given(level=st.floats(min_value=0.01, max_value=0.999), dof=DEGREES)
+def test_the_two_sided_critical_value_is_the_upper_quantile(level: float, dof: float) -> None:
+    assert same_bits(dist.t_critical(level, dof), stats.t.ppf((1.0 + level) / 2.0, dof))
