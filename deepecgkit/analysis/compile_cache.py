@@ -71,7 +71,7 @@ from deepecgkit.analysis.latex import (
     is_long_table,
     standalone_document,
 )
-from deepecgkit.analysis.line_forms import line_forms, representative_body
+from deepecgkit.analysis.line_forms import representative_forms
 from deepecgkit.io import atomic_write_json
 
 __all__ = [
@@ -254,10 +254,10 @@ def check_pieces(table: str, *, lines: int = CHUNK_LINES) -> list[tuple[str, str
     if parts is None:
         return [(table, "")]
     head, body, tail = parts
-    kept = representative_body(body)
+    kept, forms = representative_forms(body)
     if len(kept) == len(body):
         return long_table_chunks(table, lines=lines)
-    reduced = (head, line_forms([body[index] for index in kept]), tail)
+    reduced = (head, forms, tail)
     return _pieces(reduced, kept, lines=lines, count=len(body), note=_FORMS_NOTE)
 
 

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["line_form", "line_forms", "representative_body"]
+__all__ = ["line_form", "line_forms", "representative_body", "representative_forms"]
 
 #: Characters between a control word and a number it reads (``\\kern -2pt``, ``\\count0=5``).
 _NUMBER_PREFIX = frozenset(" =+-")
@@ -210,10 +210,20 @@ def representative_body(body: Sequence[str]) -> list[int]:
     body. Empty body: no indices. The pairs are told apart as integers (one
     ``np.unique`` of the pairs' codes), so a long body costs no Python per line.
     """
+    return representative_forms(body)[0]
+
+
+def representative_forms(body: Sequence[str]) -> tuple[list[int], list[str]]:
+    """:func:`representative_body`'s indices, and the form of each kept line, in order.
+
+    The forms are those :func:`line_forms` gives the kept lines, taken from
+    the one pass over ``body`` that chose them.
+    """
     codes, forms = _form_codes(body)
     if not len(codes):
-        return []
+        return [], []
     header = len(forms)  # the form "before" the first line, distinct from every line's
     before = np.concatenate(([header], codes[:-1]))
     _, first = np.unique(before * (header + 1) + codes, return_index=True)
-    return np.union1d(first, first[first > 0] - 1).tolist()
+    kept = np.union1d(first, first[first > 0] - 1)
+    return kept.tolist(), [forms[code] for code in codes[kept].tolist()]

@@ -16,7 +16,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from deepecgkit.analysis import latex as L
-from deepecgkit.analysis.line_forms import line_form, line_forms, representative_body
+from deepecgkit.analysis.line_forms import (
+    line_form,
+    line_forms,
+    representative_body,
+    representative_forms,
+)
 
 
 @pytest.mark.parametrize(
@@ -155,3 +160,11 @@ def test_representative_body_keeps_the_first_line_of_each_adjacent_pair_and_its_
             kept |= {index, index - 1} - {-1}
         previous = form
     assert representative_body(body) == sorted(kept)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_MIXED_LINES)))
+def test_representative_forms_are_the_kept_lines_forms(body):
+    kept, forms = representative_forms(body)
+    assert kept == representative_body(body)
+    assert forms == [line_form(body[index]) for index in kept]
